@@ -1,0 +1,43 @@
+"""Matching a call's arguments to a callee's parameters, as Python would."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ddplint.lazy import cst
+
+
+@dataclass(frozen=True)
+class BoundArguments:
+    """The arguments a call passes explicitly, by parameter name.
+
+    `open_ended` is true when ``*args`` or ``**kwargs`` may pass parameters
+    that are not visible here: what is in `explicit` is certain, but the
+    absence of a parameter is not.
+    """
+
+    explicit: dict[str, cst.Arg] = field(default_factory=dict)
+    open_ended: bool = False
+
+    def value(self, name: str) -> cst.BaseExpression | None:
+        """The expression passed for `name`, if it is passed explicitly."""
+        arg = self.explicit.get(name)
+        return arg.value if arg is not None else None
+
+
+def bind_arguments(call: cst.Call, positional: tuple[str, ...]) -> BoundArguments:
+    """Bind `call`'s arguments to parameters named `positional` (in order)."""
+    explicit: dict[str, cst.Arg] = {}
+    open_ended = False
+    index = 0
+    for arg in call.args:
+        if arg.star:
+            open_ended = True
+            if arg.star == "*":
+                index = len(positional)  # later positionals land somewhere unknown
+        elif arg.keyword is not None:
+            explicit[arg.keyword.value] = arg
+        elif index < len(positional):
+            explicit[positional[index]] = arg
+            index += 1
+    return BoundArguments(explicit, open_ended)

@@ -1,0 +1,49 @@
+"""Class hierarchies within the module, resolved through import aliases."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ddplint.lazy import cst
+
+if TYPE_CHECKING:
+    from ddplint.engine.context import FileContext
+
+_MAX_DEPTH = 16
+
+
+def class_of_instance(node: cst.CSTNode, ctx: FileContext) -> cst.ClassDef | None:
+    """The module class that `node` (a call, or a Name bound to one) instantiates.
+
+    None unless every binding of a Name agrees on one class.
+    """
+    for _ in range(_MAX_DEPTH):
+        if isinstance(node, cst.Call):
+            classes = {id(v): v for v in ctx.values_of(node.func) if isinstance(v, cst.ClassDef)}
+            return next(iter(classes.values())) if len(classes) == 1 else None
+        if not isinstance(node, cst.Name):
+            return None
+        values = ctx.values_of(node)
+        if len(values) != 1:
+            return None
+        node = values[0]
+    return None
+
+
+def inherits_from(classdef: cst.ClassDef, bases: frozenset[str], ctx: FileContext) -> bool:
+    """Whether `classdef` derives (through module classes) from any of `bases`."""
+    seen: set[int] = set()
+    todo = [classdef]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen or len(seen) > _MAX_DEPTH:
+            continue
+        seen.add(id(current))
+        for base in current.bases:
+            if base.keyword is not None:
+                continue
+            names = ctx.qualified_names(base.value)
+            if names & bases:
+                return True
+            todo.extend(v for v in ctx.values_of(base.value) if isinstance(v, cst.ClassDef))
+    return False

@@ -1,0 +1,129 @@
+"""The Typer application: `check`, `rule`, `version`.
+
+Exit status (all commands): 0 nothing at or above ``--fail-on``; 1 findings
+(or files that could not be read); 2 usage, configuration or internal error.
+Errors are one line on standard error; a traceback only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, List, Optional
+
+import typer
+
+from ddplint import __version__
+from ddplint.model import Severity
+from ddplint.reporters import OutputFormat
+
+app = typer.Typer(
+    name="ddplint",
+    help="Find the bugs that hang, leak or silently mis-train PyTorch distributed jobs.",
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"ddplint: error: {message}", err=True)
+    return typer.Exit(2)
+
+
+def _split(values: Optional[List[str]]) -> tuple[str, ...]:
+    """``--select A,B --select C`` -> ("A", "B", "C")."""
+    return tuple(v.strip().upper() for value in values or () for v in value.split(",") if v.strip())
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"ddplint {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", "-V", help="Show the version and exit.", callback=_version_callback, is_eager=True)
+    ] = False,
+) -> None:
+    """ddplint [PATH...] is the same as ddplint check [PATH...]."""
+
+
+@app.command()
+def check(
+    paths: Annotated[Optional[List[Path]], typer.Argument(help="Files or directories (default: .); - for stdin.")] = None,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", "--output-format", help="Output format.", case_sensitive=False)
+    ] = OutputFormat.TEXT,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report to FILE.")] = None,
+    select: Annotated[Optional[List[str]], typer.Option(help="Only these codes/prefixes (comma-separated).")] = None,
+    extend_select: Annotated[Optional[List[str]], typer.Option(help="Add codes/prefixes to the selection.")] = None,
+    ignore: Annotated[Optional[List[str]], typer.Option(help="Codes/prefixes to switch off.")] = None,
+    fail_on: Annotated[
+        Optional[Severity], typer.Option(help="Lowest severity that fails the run [default: warning].", case_sensitive=False)
+    ] = None,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when there are findings.")] = False,
+    config: Annotated[Optional[Path], typer.Option(help="Use this config file instead of searching.")] = None,
+    stdin_filename: Annotated[Optional[str], typer.Option(help="Lint standard input as this file.")] = None,
+    force_exclude: Annotated[bool, typer.Option(help="Apply excludes to explicitly passed files too.")] = False,
+    statistics: Annotated[bool, typer.Option(help="Show counts per rule instead of each finding.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print findings only, no summary.")] = False,
+    no_color: Annotated[bool, typer.Option("--no-color", help="Never colour the output.")] = False,
+    debug: Annotated[bool, typer.Option(help="Show tracebacks of internal errors.")] = False,
+) -> None:
+    """Lint Python files for distributed-training bugs."""
+    from ddplint.cli.check import CheckRequest, UsageError, run_check
+
+    request = CheckRequest(
+        paths=list(paths or []),
+        output_format=output_format,
+        output=output,
+        select=_split(select) if select else None,
+        extend_select=_split(extend_select),
+        ignore=_split(ignore),
+        fail_on=fail_on,
+        exit_zero=exit_zero,
+        config=config,
+        stdin_filename=stdin_filename,
+        force_exclude=force_exclude,
+        statistics=statistics,
+        quiet=quiet,
+        color=not no_color and "NO_COLOR" not in os.environ and output is None and sys.stdout.isatty(),
+        debug=debug,
+    )
+    try:
+        status = run_check(request)
+    except UsageError as exc:
+        raise _fail(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - the last line of defence
+        if debug:
+            raise
+        raise _fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)") from None
+    raise typer.Exit(status)
+
+
+@app.command()
+def rule(
+    code: Annotated[Optional[str], typer.Argument(help="A rule code, e.g. DDP014; omit to list all.")] = None,
+) -> None:
+    """Show a rule's documentation, or list every rule."""
+    from ddplint.docs import rule_markdown, rules_table
+    from ddplint.rule import all_rules, get_rule
+
+    if code is None:
+        typer.echo(rules_table(all_rules()), nl=False)
+        return
+    found = get_rule(code)
+    if found is None:
+        raise _fail(f"unknown rule code {code!r} (see `ddplint rule` for the list)")
+    typer.echo(rule_markdown(found), nl=False)
+
+
+@app.command()
+def version() -> None:
+    """Show the version."""
+    typer.echo(f"ddplint {__version__}")

@@ -1,0 +1,121 @@
+"""`ddplint check`: from parsed options to a report on stdout and an exit status."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ddplint.config.loader import ConfigError
+from ddplint.config.resolver import ConfigResolver, Overrides
+from ddplint.config.selection import is_known_selector
+from ddplint.model import NoticeLevel, Severity
+from ddplint.reporters import OutputFormat, RenderOptions, renderer
+from ddplint.runner import Report, lint_paths, lint_stdin
+
+STDIN = Path("-")
+
+
+class UsageError(Exception):
+    """A bad argument or configuration: one line on stderr, exit 2."""
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """Everything `ddplint check` was asked to do."""
+
+    paths: list[Path]
+    output_format: OutputFormat = OutputFormat.TEXT
+    output: Path | None = None
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    fail_on: Severity | None = None
+    exit_zero: bool = False
+    config: Path | None = None
+    stdin_filename: str | None = None
+    force_exclude: bool = False
+    statistics: bool = False
+    quiet: bool = False
+    color: bool = False
+    debug: bool = False
+
+
+def _check_selectors(option: str, selectors: tuple[str, ...] | None) -> None:
+    for selector in selectors or ():
+        if not is_known_selector(selector):
+            raise UsageError(f"{option}: unknown rule code or prefix {selector!r}")
+
+
+def _resolver(request: CheckRequest) -> ConfigResolver:
+    _check_selectors("--select", request.select)
+    _check_selectors("--extend-select", request.extend_select)
+    _check_selectors("--ignore", request.ignore)
+    overrides = Overrides(
+        select=request.select,
+        extend_select=request.extend_select,
+        ignore=request.ignore,
+        fail_on=request.fail_on,
+        config_file=request.config,
+    )
+    try:
+        return ConfigResolver(overrides)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _lint(request: CheckRequest, resolver: ConfigResolver) -> Report:
+    paths = request.paths
+    if request.stdin_filename is not None and paths in ([], [STDIN]):
+        return lint_stdin(sys.stdin.buffer.read(), request.stdin_filename, resolver)
+    if paths == [STDIN]:
+        return lint_stdin(sys.stdin.buffer.read(), "<stdin>", resolver)
+    paths = paths or [Path(".")]
+    for path in paths:
+        if not (path.exists() or path.is_symlink()):
+            raise UsageError(f"path does not exist: {path}")
+        if not path.exists():
+            raise UsageError(f"path is a broken symlink: {path}")
+    return lint_paths(paths, resolver, force_exclude=request.force_exclude)
+
+
+def exit_status(report: Report, fail_on: Severity, exit_zero: bool) -> int:
+    """0 clean, 1 findings at or above `fail_on` or unreadable files, 2 internal error."""
+    if any(n.internal for n in report.notices):
+        return 2
+    if exit_zero:
+        return 0
+    failing = any(f.severity.rank >= fail_on.rank for f in report.active)
+    unreadable = any(n.level is NoticeLevel.ERROR for n in report.notices)
+    return 1 if failing or unreadable else 0
+
+
+def _print_notices(report: Report, debug: bool) -> None:
+    for notice in report.notices:
+        print(f"{notice.path}: {notice.level.value}: {notice.message}", file=sys.stderr)
+        if debug and notice.detail:
+            print(notice.detail, file=sys.stderr, end="")
+
+
+def run_check(request: CheckRequest) -> int:
+    """Lint, render, write; return the exit status."""
+    resolver = _resolver(request)
+    try:
+        report = _lint(request, resolver)
+        fail_on = resolver.fail_on()
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    options = RenderOptions(
+        cwd=resolver.cwd, color=request.color, statistics=request.statistics, quiet=request.quiet
+    )
+    text = renderer(request.output_format)(report, options)
+    _print_notices(report, request.debug)
+    if request.output is not None:
+        try:
+            request.output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--output {request.output}: {exc.strerror or exc}") from None
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return exit_status(report, fail_on, request.exit_zero)

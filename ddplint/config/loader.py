@@ -1,0 +1,171 @@
+"""Reading and validating ``[tool.ddplint]`` / ``ddplint.toml``.
+
+Every problem is a `ConfigError` whose text is one line naming the file, the
+key and the reason, e.g. ``pyproject.toml: [tool.ddplint] select: expected a
+list of rule codes, got int``; the CLI prints it and exits 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from ddplint.config.selection import is_known_selector
+from ddplint.model import Severity
+
+PYPROJECT = "pyproject.toml"
+DDPLINT_TOML = "ddplint.toml"
+
+
+class ConfigError(Exception):
+    """A configuration file is unreadable, not TOML, or has a bad value."""
+
+
+@dataclass(frozen=True, eq=False)
+class Config:
+    """One configuration file's validated contents (None: key not set).
+
+    `root` is the directory that relative patterns (``exclude``,
+    ``per-file-ignores``) are resolved against: the file's own directory.
+    """
+
+    root: Path
+    path: Path | None = None
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    severity: dict[str, Severity] = field(default_factory=dict)
+    exclude: tuple[str, ...] | None = None
+    extend_exclude: tuple[str, ...] = ()
+    rank_names: tuple[str, ...] = ()
+    max_workers_per_rank: int | None = None
+    fail_on: Severity | None = None
+
+
+def read_config_file(path: Path) -> Config | None:
+    """The config in `path`, or None for a pyproject.toml without [tool.ddplint]."""
+    shown = _shown(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{shown}: cannot read: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{shown}: invalid TOML: {exc}") from None
+    if path.name == DDPLINT_TOML:
+        table, where = data.get("tool", {}).get("ddplint", data), ""
+    else:
+        if "ddplint" not in data.get("tool", {}):
+            return None
+        table, where = data["tool"]["ddplint"], "[tool.ddplint] "
+    if not isinstance(table, dict):
+        raise ConfigError(f"{shown}: {where.strip() or 'ddplint'}: expected a table")
+    return parse_table(table, root=path.parent, path=path, where=f"{shown}: {where}")
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def parse_table(table: dict[str, Any], root: Path, path: Path | None, where: str) -> Config:
+    """Validate a ``[tool.ddplint]`` table; `where` prefixes every error."""
+    values: dict[str, Any] = {}
+    for key, raw in table.items():
+        spec = _KEYS.get(key)
+        if spec is None:
+            known = ", ".join(sorted(_KEYS))
+            raise ConfigError(f"{where}{key}: unknown key (known keys: {known})")
+        attr, parse = spec
+        try:
+            values[attr] = parse(raw)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{where}{key}: {exc}") from None
+    return Config(root=root, path=path, **values)
+
+
+def _type_name(value: object) -> str:
+    return {bool: "bool", int: "int", float: "float", str: "string", list: "list", dict: "table"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _string_list(what: str) -> Callable[[object], tuple[str, ...]]:
+    def parse(value: object) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise TypeError(f"expected a list of {what}, got {_type_name(value)}")
+        return tuple(value)
+
+    return parse
+
+
+def _selectors(value: object) -> tuple[str, ...]:
+    codes = _string_list("rule codes")(value)
+    for code in codes:
+        if not is_known_selector(code):
+            raise ValueError(f"unknown rule code or prefix {code!r}")
+    return tuple(c.upper() for c in codes)
+
+
+def _per_file_ignores(value: object) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a table of glob = [rule codes], got {_type_name(value)}")
+    result = []
+    for pattern, codes in value.items():
+        try:
+            result.append((pattern, _selectors(codes)))
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{pattern!r}: {exc}") from None
+    return tuple(result)
+
+
+def _severity(value: object) -> dict[str, Severity]:
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a table of CODE = level, got {_type_name(value)}")
+    from ddplint.rule import get_rule
+
+    result = {}
+    for code, level in value.items():
+        if get_rule(code) is None:
+            raise ValueError(f"unknown rule code {code!r}")
+        if not isinstance(level, str):
+            raise TypeError(f"{code}: expected error, warning or note, got {_type_name(level)}")
+        result[code.upper()] = Severity.parse(level)
+    return result
+
+
+def _positive_int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected a positive integer, got {_type_name(value)}")
+    if value < 1:
+        raise ValueError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _level(value: object) -> Severity:
+    if not isinstance(value, str):
+        raise TypeError(f"expected error, warning or note, got {_type_name(value)}")
+    return Severity.parse(value)
+
+
+_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "select": ("select", _selectors),
+    "extend-select": ("extend_select", _selectors),
+    "ignore": ("ignore", _selectors),
+    "per-file-ignores": ("per_file_ignores", _per_file_ignores),
+    "severity": ("severity", _severity),
+    "exclude": ("exclude", _string_list("glob patterns")),
+    "extend-exclude": ("extend_exclude", _string_list("glob patterns")),
+    "rank-names": ("rank_names", _string_list("names")),
+    "max-workers-per-rank": ("max_workers_per_rank", _positive_int),
+    "fail-on": ("fail_on", _level),
+}

@@ -1,0 +1,163 @@
+"""Which configuration governs which file, and the `Settings` that follow.
+
+Like Ruff, ddplint uses the nearest ``ddplint.toml`` or ``pyproject.toml``
+with a ``[tool.ddplint]`` table, searched from each file's directory upward
+(``ddplint.toml`` wins within one directory); ``--config FILE`` replaces the
+search for every file. Command-line selections are a layer on top.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+from ddplint.config.loader import DDPLINT_TOML, PYPROJECT, Config, ConfigError, read_config_file
+from ddplint.config.selection import Selection, resolve
+from ddplint.config.settings import DEFAULT_MAX_WORKERS_PER_RANK, Settings
+from ddplint.model import Severity
+
+DEFAULT_EXCLUDE = (
+    ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".eggs", "*.egg-info",
+    "__pycache__", "__pypackages__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    ".ddplint_cache", ".ipynb_checkpoints", "build", "dist", "site-packages", "node_modules",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What the command line says, on top of any configuration file."""
+
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    fail_on: Severity | None = None
+    config_file: Path | None = None
+
+
+class ConfigResolver:
+    """Finds configs (cached per directory) and derives per-file settings."""
+
+    def __init__(self, overrides: Overrides | None = None, cwd: Path | None = None) -> None:
+        self.overrides = overrides or Overrides()
+        self.cwd = (cwd or Path.cwd()).resolve()
+        self._by_dir: dict[Path, Config] = {}
+        self._fixed: Config | None = None
+        self._excludes: dict[int, pathspec.PathSpec] = {}
+        self._settings: dict[tuple[int, tuple[str, ...]], Settings] = {}
+        self._per_file: dict[int, list[tuple[pathspec.PathSpec, tuple[str, ...]]]] = {}
+        if self.overrides.config_file is not None:
+            path = self.overrides.config_file
+            if not path.is_file():
+                raise ConfigError(f"{path}: --config file does not exist")
+            self._fixed = read_config_file(path) or Config(root=path.resolve().parent, path=path)
+
+    def config_for_dir(self, directory: Path) -> Config:
+        """The config that governs files in `directory` (absolute)."""
+        if self._fixed is not None:
+            return self._fixed
+        found = self._by_dir.get(directory)
+        if found is not None:
+            return found
+        config = self._read_dir(directory)
+        if config is None:
+            parent = directory.parent
+            config = self.config_for_dir(parent) if parent != directory else Config(root=self.cwd)
+        self._by_dir[directory] = config
+        return config
+
+    @staticmethod
+    def _read_dir(directory: Path) -> Config | None:
+        for name in (DDPLINT_TOML, PYPROJECT):
+            candidate = directory / name
+            if candidate.is_file():
+                config = read_config_file(candidate)
+                if config is not None:
+                    return config
+        return None
+
+    def config_for(self, path: Path) -> Config:
+        """The config that governs the file at `path`."""
+        return self.config_for_dir(_absolute(path, self.cwd).parent)
+
+    def is_excluded(self, path: Path, is_dir: bool = False) -> bool:
+        """Whether config ``exclude``/``extend-exclude`` (or the defaults) match."""
+        absolute = _absolute(path, self.cwd)
+        config = self.config_for_dir(absolute if is_dir else absolute.parent)
+        spec = self._excludes.get(id(config))
+        if spec is None:
+            patterns = (*(config.exclude if config.exclude is not None else DEFAULT_EXCLUDE), *config.extend_exclude)
+            spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+            self._excludes[id(config)] = spec
+        return spec.match_file(_relative(absolute, config.root) + ("/" if is_dir else ""))
+
+    def excludes_file(self, path: Path) -> bool:
+        """Whether a file, or a directory above it within its project, is excluded."""
+        absolute = _absolute(path, self.cwd)
+        if self.is_excluded(absolute):
+            return True
+        for parent in absolute.parents:
+            root = self.config_for_dir(parent).root
+            if parent == root or not parent.is_relative_to(root):
+                return False
+            if self.is_excluded(parent, is_dir=True):
+                return True
+        return False
+
+    def settings_for(self, path: Path) -> Settings:
+        """The effective settings for linting the file at `path`."""
+        absolute = _absolute(path, self.cwd)
+        config = self.config_for_dir(absolute.parent)
+        relative = _relative(absolute, config.root)
+        ignored = tuple(
+            code for spec, codes in self._per_file_specs(config) if spec.match_file(relative) for code in codes
+        )
+        key = (id(config), ignored)
+        settings = self._settings.get(key)
+        if settings is None:
+            settings = self._make_settings(config, ignored)
+            self._settings[key] = settings
+        return settings
+
+    def _per_file_specs(self, config: Config) -> list[tuple[pathspec.PathSpec, tuple[str, ...]]]:
+        specs = self._per_file.get(id(config))
+        if specs is None:
+            specs = [(pathspec.GitIgnoreSpec.from_lines([p]), c) for p, c in config.per_file_ignores]
+            self._per_file[id(config)] = specs
+        return specs
+
+    def _make_settings(self, config: Config, per_file_ignored: tuple[str, ...]) -> Settings:
+        cli = self.overrides
+        layers = [
+            Selection(config.select, config.extend_select, config.ignore),
+            Selection(cli.select, cli.extend_select, cli.ignore),
+            Selection(ignore=per_file_ignored),
+        ]
+        return Settings(
+            rules=resolve(layers),
+            severity=dict(config.severity),
+            rank_names=config.rank_names,
+            max_workers_per_rank=config.max_workers_per_rank or DEFAULT_MAX_WORKERS_PER_RANK,
+        )
+
+    def fail_on(self) -> Severity:
+        """``--fail-on``, else the working directory's config, else warning."""
+        if self.overrides.fail_on is not None:
+            return self.overrides.fail_on
+        return self.config_for_dir(self.cwd).fail_on or Severity.WARNING
+
+
+def _absolute(path: Path, cwd: Path) -> Path:
+    """`path` made absolute without resolving symlinks (a link keeps its name)."""
+    return path if path.is_absolute() else cwd / path
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        try:
+            return path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            return path.name

@@ -1,0 +1,32 @@
+"""The effective options for linting one file (after config and CLI merge)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from ddplint.model import Severity
+
+DEFAULT_MAX_WORKERS_PER_RANK = 8
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What `lint_source` needs to know besides the file's text.
+
+    `rules` is the set of enabled codes (per-file-ignores already removed);
+    `severity` maps codes to overridden levels.
+    """
+
+    rules: frozenset[str]
+    severity: Mapping[str, Severity] = field(default_factory=lambda: MappingProxyType({}))
+    rank_names: tuple[str, ...] = ()
+    max_workers_per_rank: int = DEFAULT_MAX_WORKERS_PER_RANK
+
+    @classmethod
+    def all_rules(cls) -> Settings:
+        """Every registered rule enabled, no overrides."""
+        from ddplint.rule import all_rules
+
+        return cls(rules=frozenset(r.code for r in all_rules()))

@@ -1,0 +1,187 @@
+"""The per-file pipeline: bytes -> text -> CPython check -> prefilter ->
+LibCST parse (once) -> one walk with every enabled rule -> findings.
+
+Everything here is a pure function of its arguments (no global state, no
+I/O), so files can be linted in parallel and their results cached.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+import libcst as cst
+
+from ddplint.config.settings import Settings
+from ddplint.engine.context import FileContext, PendingFinding
+from ddplint.engine.positions import comments, resolve_positions, to_span
+from ddplint.engine.source import SourceError, SourceProblem, decode_source, syntax_problem
+from ddplint.engine.suppression import Suppressions
+from ddplint.engine.walker import Walker
+from ddplint.model import Finding, Fix, Notice, NoticeLevel, Related, Span
+from ddplint.rule import Rule, all_rules
+
+SYNTAX_ERROR = "DDP000"
+
+__all__ = ["FileResult", "check_bytes", "check_source", "lint_source"]
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """Everything linting one file produced."""
+
+    findings: tuple[Finding, ...] = ()
+    notices: tuple[Notice, ...] = ()
+    #: Whether LibCST parsed the file (False when the prefilter skipped it).
+    parsed: bool = False
+
+
+def lint_source(path: str, text: str, settings: Settings | None = None) -> list[Finding]:
+    """The findings for one file's source text (suppressed ones included)."""
+    return list(check_source(path, text, settings or Settings.all_rules()).findings)
+
+
+def check_bytes(path: str, data: bytes, settings: Settings, prefilter: bool = True) -> FileResult:
+    """Lint a file's raw bytes, decoding them per PEP 263 first."""
+    try:
+        text = decode_source(data)
+    except SourceError as exc:
+        return FileResult(_syntax_findings(path, exc.problem, settings, ""))
+    return check_source(path, text, settings, prefilter)
+
+
+def check_source(path: str, text: str, settings: Settings, prefilter: bool = True) -> FileResult:
+    """Lint one file's text with the rules `settings` enables."""
+    problem = syntax_problem(text, path)
+    if problem is not None:
+        return FileResult(_syntax_findings(path, problem, settings, text))
+    rules = _visitor_rules(settings.rules)
+    if prefilter:
+        pattern = _token_pattern(rules)
+        if pattern is not None and not pattern.search(text):
+            return FileResult()
+    if not rules:
+        return FileResult()
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        note = f"LibCST cannot parse this file, which CPython accepts; not linted ({exc.message})"
+        return FileResult(notices=(Notice(path, note, NoticeLevel.WARNING),))
+    except RecursionError:
+        return FileResult(notices=(Notice(path, "too deeply nested to lint; skipped"),))
+    return _lint_module(path, text, module, settings, rules)
+
+
+def _lint_module(
+    path: str, text: str, module: cst.Module, settings: Settings, rules: tuple[type[Rule], ...]
+) -> FileResult:
+    walker_stack: list[cst.CSTNode] = []
+    ctx = FileContext(path, text, module, settings, walker_stack)
+    instances = [rule(ctx) for rule in rules]
+    notices: list[Notice] = []
+
+    def on_rule_error(rule: Rule, exc: BaseException) -> None:
+        notices.append(_internal_error(path, rule.code, exc))
+
+    walker = Walker(ctx.analyses, instances, on_rule_error, walker_stack)
+    try:
+        walker.walk(module)
+    except RecursionError:
+        return FileResult(notices=(Notice(path, "too deeply nested to lint; skipped"),), parsed=True)
+    for instance in list(instances):
+        try:
+            instance.finish()
+        except Exception as exc:  # noqa: BLE001 - one rule's bug must not hide the others
+            notices.append(_internal_error(path, instance.code, exc))
+    pending = [p for p in ctx.pending if ctx.in_distributed_context or not p.rule.distributed_only]
+    findings = _finalize(path, text, module, settings, pending) if pending else ()
+    return FileResult(findings, tuple(notices), parsed=True)
+
+
+def _internal_error(path: str, code: str, exc: BaseException) -> Notice:
+    import traceback
+
+    detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    message = f"internal error in rule {code}: {type(exc).__name__}: {exc}"
+    return Notice(path, message, NoticeLevel.ERROR, internal=True, detail=detail)
+
+
+def _finalize(
+    path: str, text: str, module: cst.Module, settings: Settings, pending: list[PendingFinding]
+) -> tuple[Finding, ...]:
+    positions = resolve_positions(module)
+    suppressions = Suppressions.from_comments(comments(positions))
+    lines = text.splitlines()
+    findings = []
+    for item in pending:
+        span = to_span(positions[item.node])
+        statement = positions[item.statement]
+        last = statement.end.line
+        if isinstance(item.statement, cst.BaseCompoundStatement):
+            last = positions[item.statement.body].start.line  # the header only
+        suppressed = suppressions.match(item.rule.code, (span.line, statement.start.line, last))
+        related = tuple(Related(path, to_span(positions[n]), why) for n, why in item.related)
+        findings.append(
+            _make_finding(item.rule, settings, item.message, path, span, lines, related, item.fix, suppressed)
+        )
+    return tuple(sorted(findings, key=lambda f: f.sort_key))
+
+
+def _make_finding(
+    rule: type[Rule],
+    settings: Settings,
+    message: str,
+    path: str,
+    span: Span,
+    lines: list[str],
+    related: tuple[Related, ...] = (),
+    fix: Fix | None = None,
+    suppressed: str | None = None,
+) -> Finding:
+    return Finding(
+        rule=rule.code,
+        name=rule.name,
+        severity=settings.severity.get(rule.code, rule.severity),
+        message=message,
+        path=path,
+        span=span,
+        related=related,
+        fix=fix,
+        snippet=lines[span.line - 1].strip() if 0 < span.line <= len(lines) else "",
+        suppressed=suppressed,
+    )
+
+
+def _syntax_findings(
+    path: str, problem: SourceProblem, settings: Settings, text: str
+) -> tuple[Finding, ...]:
+    if SYNTAX_ERROR not in settings.rules:
+        return ()
+    rule = _rules_by_code()[SYNTAX_ERROR]
+    message = f"{problem.message} (the file cannot be parsed, so no other rule ran)"
+    return (_make_finding(rule, settings, message, path, problem.span, text.splitlines()),)
+
+
+@functools.lru_cache(maxsize=None)
+def _rules_by_code() -> dict[str, type[Rule]]:
+    return {rule.code: rule for rule in all_rules()}
+
+
+@functools.lru_cache(maxsize=64)
+def _visitor_rules(codes: frozenset[str]) -> tuple[type[Rule], ...]:
+    """The enabled rules that run in the walk (DDP000 comes from the parser)."""
+    by_code = _rules_by_code()
+    return tuple(by_code[c] for c in sorted(codes) if c in by_code and c != SYNTAX_ERROR)
+
+
+@functools.lru_cache(maxsize=64)
+def _token_pattern(rules: tuple[type[Rule], ...]) -> re.Pattern[str] | None:
+    """One regex matching any token of any rule; None if some rule has no tokens."""
+    tokens: set[str] = set()
+    for rule in rules:
+        if rule.tokens is None:
+            return None
+        tokens.update(rule.tokens)
+    if not tokens:
+        return re.compile(r"(?!)")
+    return re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, tokens))) + r")\b")

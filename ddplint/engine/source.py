@@ -1,0 +1,88 @@
+"""From bytes to checked source text: PEP 263 decoding and CPython's verdict.
+
+CPython's own parser decides what a syntax error is (DDP000), so ddplint
+agrees with `python file.py` whichever rules are enabled, and LibCST is never
+handed a file Python itself rejects.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from dataclasses import dataclass
+
+from ddplint.model import Span
+
+
+@dataclass(frozen=True)
+class SourceProblem:
+    """Why a file is not valid Python source, and where."""
+
+    message: str
+    span: Span
+
+
+class SourceError(Exception):
+    """The bytes cannot be decoded as Python source."""
+
+    def __init__(self, problem: SourceProblem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+def decode_source(data: bytes) -> str:
+    """Decode per PEP 263 (BOM, coding cookie, else UTF-8); raise SourceError."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        line = exc.lineno or 1
+        raise SourceError(SourceProblem(str(exc.msg), Span(line, 1, line, 1))) from None
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        column = len(data[line_start : exc.start].decode(encoding, errors="replace")) + 1
+        byte = data[exc.start : exc.start + 1].hex()
+        message = f"file is not valid {encoding}: cannot decode byte 0x{byte} ({exc.reason})"
+        if encoding == "utf-8":
+            message += "; add a PEP 263 coding cookie or re-encode the file as UTF-8"
+        raise SourceError(SourceProblem(message, Span(line, column, line, column + 1))) from None
+
+
+def syntax_problem(text: str, path: str) -> SourceProblem | None:
+    """CPython's syntax error for `text`, or None if it parses."""
+    nul = text.find("\0")
+    if nul >= 0:
+        return SourceProblem("source code cannot contain null bytes", _offset_span(text, nul))
+    try:
+        compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return SourceProblem(_describe(exc), _error_span(text, exc))
+    except (RecursionError, MemoryError):
+        return SourceProblem("too deeply nested for the Python parser", Span(1, 1, 1, 1))
+    return None
+
+
+def _describe(exc: SyntaxError) -> str:
+    name = type(exc).__name__
+    return exc.msg if name == "SyntaxError" else f"{name}: {exc.msg}"
+
+
+def _offset_span(text: str, offset: int) -> Span:
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return Span(line, column, line, column + 1)
+
+
+def _error_span(text: str, exc: SyntaxError) -> Span:
+    lines = text.splitlines() or [""]
+    line = min(max(exc.lineno or 1, 1), len(lines))
+    width = len(lines[line - 1])
+    column = min(max(exc.offset or 1, 1), width + 1)
+    end_line = getattr(exc, "end_lineno", None) or line
+    end_column = getattr(exc, "end_offset", None) or column + 1
+    if (end_line, end_column) <= (line, column) or end_line > len(lines):
+        end_line, end_column = line, column + 1
+    return Span(line, column, end_line, end_column)

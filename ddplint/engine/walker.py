@@ -1,0 +1,144 @@
+"""The one traversal: every analysis and every enabled rule, in a single walk.
+
+LibCST's own `CSTNode.visit` rebuilds every node it passes (it is written
+for transformers), which costs nearly as much as the parse. This walker only
+reads: it descends through each node class's child fields, skipping the
+whitespace and punctuation fields that no rule looks at, and calls the
+``visit_<Node>``/``leave_<Node>`` methods of the analyses and rules from
+dispatch tables keyed by node class. Analyses run before rules on the way in
+and after them on the way out, so a rule always sees the analyses' state for
+the node it is visiting.
+
+A rule that raises is switched off for the rest of the file and reported;
+the other rules go on (an exception in an analysis aborts the file).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from typing import Any, Callable, Iterable
+
+import libcst as cst
+
+Callback = Callable[[cst.CSTNode], None]
+
+#: Child fields that hold only whitespace, comments or punctuation.
+_SKIPPED_FIELDS = frozenset(
+    {
+        "asynchronous", "colon", "comma", "comment", "default_indent", "default_newline",
+        "dot", "empty_lines", "encoding", "equal", "first_colon", "first_line", "footer",
+        "has_trailing_newline", "header", "indent", "last_line", "lbrace", "lbracket",
+        "leading_lines", "leading_whitespace", "lines_after_decorators", "lpar", "newline",
+        "operator", "posonly_ind", "rbrace", "rbracket", "relative", "rpar", "second_colon",
+        "semicolon", "separator", "star", "trailing_comma", "trailing_whitespace",
+    }
+)  # fmt: skip
+
+_child_fields: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that can hold nodes worth visiting."""
+    fields = _child_fields.get(cls)
+    if fields is None:
+        fields = tuple(
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
+        )
+        _child_fields[cls] = fields
+    return fields
+
+
+_hooks_by_class: dict[type, list[tuple[str, type, str]]] = {}
+
+
+def _hooks(owner_cls: type) -> list[tuple[str, type, str]]:
+    """(phase, node class, method name) for every visit_/leave_ method."""
+    hooks = _hooks_by_class.get(owner_cls)
+    if hooks is None:
+        hooks = []
+        for attr in dir(owner_cls):
+            phase, _, node_name = attr.partition("_")
+            if phase not in ("visit", "leave") or not node_name:
+                continue
+            node_cls = getattr(cst, node_name, None)
+            if not (isinstance(node_cls, type) and issubclass(node_cls, cst.CSTNode)):
+                raise TypeError(f"{owner_cls.__qualname__}.{attr}: {node_name} is not a LibCST node")
+            if not dataclasses.is_dataclass(node_cls) or getattr(node_cls, "__abstractmethods__", None):
+                raise TypeError(f"{owner_cls.__qualname__}.{attr}: {node_name} is abstract")
+            hooks.append((phase, node_cls, attr))
+        _hooks_by_class[owner_cls] = hooks
+    return hooks
+
+
+class Walker:
+    """Runs `analyses` (must not fail) and `rules` (isolated) over one module."""
+
+    def __init__(
+        self,
+        analyses: Iterable[Any],
+        rules: Iterable[Any],
+        on_rule_error: Callable[[Any, BaseException], None],
+        stack: list[cst.CSTNode],
+    ) -> None:
+        self._analyses = list(analyses)
+        self._rules = list(rules)
+        self._on_rule_error = on_rule_error
+        #: Ancestors of the node being visited (shared with the FileContext).
+        self.stack = stack
+        self._build_tables()
+
+    def _build_tables(self) -> None:
+        enter: dict[type, list[tuple[Any, Callback]]] = defaultdict(list)
+        leave: dict[type, list[tuple[Any, Callback]]] = defaultdict(list)
+        for owner in [*self._analyses, *self._rules]:
+            for phase, node_cls, attr in _hooks(type(owner)):
+                (enter if phase == "visit" else leave)[node_cls].append((owner, getattr(owner, attr)))
+        for table in leave.values():  # analyses leave after the rules
+            table.reverse()
+        self._enter = {k: tuple(v) for k, v in enter.items()}
+        self._leave = {k: tuple(v) for k, v in leave.items()}
+
+    def _fail(self, owner: Any, exc: BaseException) -> None:
+        if owner not in self._rules:
+            raise exc
+        self._rules.remove(owner)
+        self._build_tables()
+        self._on_rule_error(owner, exc)
+
+    def walk(self, module: cst.Module) -> None:
+        """Traverse `module` once, dispatching to every hook."""
+        self._walk(module)
+
+    def _walk(self, node: cst.CSTNode) -> None:
+        cls = node.__class__
+        stack = self.stack
+        stack.append(node)
+        callbacks = self._enter.get(cls)
+        if callbacks:
+            for owner, callback in callbacks:
+                try:
+                    callback(node)
+                except Exception as exc:  # noqa: BLE001 - isolation is the point
+                    self._fail(owner, exc)
+        fields = _child_fields.get(cls)
+        if fields is None:
+            fields = child_fields(cls)
+        walk = self._walk
+        for name in fields:
+            value = getattr(node, name)
+            if value.__class__ is tuple or value.__class__ is list:
+                for child in value:
+                    walk(child)
+            elif isinstance(value, cst.CSTNode):
+                walk(value)
+        callbacks = self._leave.get(cls)
+        if callbacks:
+            for owner, callback in callbacks:
+                try:
+                    callback(node)
+                except Exception as exc:  # noqa: BLE001
+                    self._fail(owner, exc)
+        stack.pop()

@@ -1,0 +1,46 @@
+"""Renderers of a `Report`: text, JSON, GitHub workflow commands, SARIF 2.1.0.
+
+Each is a pure function ``render(report, options) -> str``; the CLI decides
+where the text goes.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ddplint.runner import Report
+
+
+class OutputFormat(str, enum.Enum):
+    """The ``--format`` choices."""
+
+    TEXT = "text"
+    JSON = "json"
+    SARIF = "sarif"
+    GITHUB = "github"
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """How to render: where paths are relative to, colour, extra sections."""
+
+    cwd: Path
+    color: bool = False
+    statistics: bool = False
+    quiet: bool = False
+
+
+def renderer(fmt: OutputFormat) -> Callable[[Report, RenderOptions], str]:
+    """The render function for `fmt` (imported on demand)."""
+    if fmt is OutputFormat.TEXT:
+        from ddplint.reporters.text import render
+    elif fmt is OutputFormat.JSON:
+        from ddplint.reporters.json import render
+    elif fmt is OutputFormat.GITHUB:
+        from ddplint.reporters.github import render
+    else:
+        from ddplint.reporters.sarif import render
+    return render

@@ -1,0 +1,46 @@
+"""Machine-readable output: a JSON array of finding objects.
+
+The schema is documented in `docs/json-output.md` and checked by the tests
+against `docs/json-output.schema.json`; fields are only ever added.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ddplint.model import Finding, Span
+from ddplint.reporters import RenderOptions
+from ddplint.reporters.fingerprint import fingerprints
+from ddplint.runner import Report
+
+
+def _span(span: Span) -> dict[str, int]:
+    return {"line": span.line, "column": span.column, "end_line": span.end_line, "end_column": span.end_column}
+
+
+def finding_object(finding: Finding, fingerprint: str) -> dict[str, Any]:
+    """One finding as a JSON-ready dict."""
+    fix = finding.fix
+    return {
+        "rule": finding.rule,
+        "name": finding.name,
+        "severity": finding.severity.value,
+        "message": finding.message,
+        "path": finding.path,
+        **_span(finding.span),
+        "related": [{"path": r.path, **_span(r.span), "message": r.message} for r in finding.related],
+        "fix": None if fix is None else {
+            "title": fix.title,
+            "applicability": fix.applicability.value,
+            "edits": [{**_span(e.span), "content": e.content} for e in fix.edits],
+        },
+        "fingerprint": fingerprint,
+    }
+
+
+def render(report: Report, options: RenderOptions) -> str:
+    """The findings as a JSON array (suppressed findings left out)."""
+    active = report.active
+    prints = fingerprints(active, lambda f: f.path)
+    return json.dumps([finding_object(f, p) for f, p in zip(active, prints)], indent=2) + "\n"

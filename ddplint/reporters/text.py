@@ -1,0 +1,73 @@
+"""Human-readable output: ``path:line:col: CODE message`` and a summary.
+
+The line format is flake8's and Ruff's, so editors' and CI systems' problem
+matchers read it unchanged. Colour is added only when asked (a TTY without
+``NO_COLOR``/``--no-color``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ddplint.model import Finding, Severity
+from ddplint.reporters import RenderOptions
+from ddplint.runner import Report
+
+_COLORS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.NOTE: "36"}
+
+
+def _paint(text: str, code: str, enabled: bool) -> str:
+    return f"\x1b[{code}m{text}\x1b[0m" if enabled else text
+
+
+def format_finding(finding: Finding, color: bool = False) -> str:
+    """One finding as a ``path:line:col: CODE message`` line."""
+    where = _paint(f"{finding.path}:{finding.span.line}:{finding.span.column}:", "1", color)
+    code = _paint(finding.rule, "1;" + _COLORS[finding.severity], color)
+    return f"{where} {code} {finding.message}"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def summary(report: Report) -> str:
+    """The one-line summary of a run."""
+    active = report.active
+    files = _plural(report.files, "file")
+    if not active:
+        line = f"No findings in {files}."
+    else:
+        by_severity = Counter(f.severity for f in active)
+        parts = ", ".join(
+            _plural(by_severity[s], s.value) for s in (Severity.ERROR, Severity.WARNING, Severity.NOTE)
+            if by_severity[s]
+        )
+        with_findings = len({f.path for f in active})
+        line = f"Found {_plural(len(active), 'finding')} ({parts}) in {with_findings} of {files}."
+    suppressed = len(report.findings) - len(active)
+    if suppressed:
+        line += f" {suppressed} suppressed by noqa."
+    unlinted = len({n.path for n in report.notices})
+    if unlinted:
+        line += f" {_plural(unlinted, 'path')} could not be linted."
+    return line
+
+
+def statistics(report: Report) -> list[str]:
+    """Per-rule counts, most frequent first."""
+    counts = Counter((f.rule, f.name, f.severity.value) for f in report.active)
+    return [
+        f"{count:>5}  {rule}  {name} [{severity}]"
+        for (rule, name, severity), count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+
+
+def render(report: Report, options: RenderOptions) -> str:
+    """The whole text report (empty with ``quiet`` and no findings)."""
+    lines = statistics(report) if options.statistics else [
+        format_finding(f, options.color) for f in report.active
+    ]
+    if not options.quiet:
+        lines.append(summary(report))
+    return "".join(line + "\n" for line in lines)

@@ -1,0 +1,147 @@
+"""The rule contract and the registry that rules join by being defined.
+
+A rule is a class in the `ddplint.rules` package (the repository's `rules/`
+directory) that subclasses `Rule` and sets `code`, `name`, `severity` and
+`summary`. Its docstring is its documentation, in fixed Markdown sections
+(see `REQUIRED_SECTIONS`); the same text is printed by `ddplint rule CODE`,
+written to `docs/rules.md` and embedded in SARIF.
+
+Rules visit LibCST nodes with ``visit_<Node>(self, node)`` and
+``leave_<Node>(self, node)`` methods, exactly as LibCST visitors do, but they
+are not LibCST visitors: the engine runs every enabled rule in one traversal
+and gives each a `FileContext` (``self.ctx``) holding the shared per-file
+analyses. A fresh instance is made for every file, so instance attributes are
+per-file state.
+
+This module must not import LibCST: `ddplint rule` lists the catalogue
+without paying for it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from ddplint.model import Fix, Severity
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from ddplint.engine.context import FileContext
+
+REQUIRED_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
+OPTIONAL_SECTIONS = ("Fix safety", "Options", "References")
+
+_CODE_RE = re.compile(r"^DDP\d{3}$")
+_NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+_HEADING_RE = re.compile(r"^## (.+?)\s*$", re.MULTILINE)
+
+_REGISTRY: dict[str, type[Rule]] = {}
+
+
+class RuleDefinitionError(TypeError):
+    """A rule class is malformed (bad code, duplicate code, missing docs)."""
+
+
+@dataclass(frozen=True)
+class RuleDocs:
+    """A rule's documentation, split into its sections (Markdown bodies)."""
+
+    sections: dict[str, str]
+
+    @classmethod
+    def parse(cls, docstring: str, owner: str) -> RuleDocs:
+        """Split ``## Heading`` sections; raise if a required one is missing."""
+        text = inspect.cleandoc(docstring)
+        parts = _HEADING_RE.split(text)
+        sections = {parts[i]: parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
+        missing = [s for s in REQUIRED_SECTIONS if not sections.get(s)]
+        unknown = [s for s in sections if s not in REQUIRED_SECTIONS + OPTIONAL_SECTIONS]
+        if missing or unknown:
+            raise RuleDefinitionError(
+                f"{owner}: docstring sections missing {missing} / unknown {unknown}"
+            )
+        return cls(sections)
+
+    def markdown(self) -> str:
+        """All sections in canonical order, as Markdown."""
+        order = REQUIRED_SECTIONS + OPTIONAL_SECTIONS
+        return "\n\n".join(f"## {s}\n\n{self.sections[s]}" for s in order if s in self.sections)
+
+    @property
+    def what_it_does(self) -> str:
+        """The first section, used as SARIF's ``fullDescription``."""
+        return self.sections["What it does"]
+
+
+class Rule:
+    """Base class of every static rule; subclasses register themselves."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[Severity]
+    summary: ClassVar[str]
+    #: Identifiers without which the rule cannot fire; a file containing none
+    #: of the enabled rules' tokens is never given to LibCST. ``None``: always run.
+    tokens: ClassVar[tuple[str, ...] | None] = None
+    #: Findings are kept only in modules in distributed context (SPEC §2).
+    distributed_only: ClassVar[bool] = False
+    #: Free-form tags for SARIF (``properties.tags``).
+    tags: ClassVar[tuple[str, ...]] = ()
+    docs: ClassVar[RuleDocs]
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "code" not in cls.__dict__:
+            return  # an intermediate base class, not a rule
+        _validate(cls)
+        cls.docs = RuleDocs.parse(cls.__doc__ or "", cls.__qualname__)
+        if cls.code in _REGISTRY and _REGISTRY[cls.code] is not cls:
+            other = _REGISTRY[cls.code].__qualname__
+            raise RuleDefinitionError(f"{cls.__qualname__}: code {cls.code} already used by {other}")
+        _REGISTRY[cls.code] = cls
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        related: tuple[tuple[cst.CSTNode, str], ...] = (),
+        fix: Fix | None = None,
+    ) -> None:
+        """Record a finding anchored at `node`; `related` pairs (node, why)."""
+        self.ctx.report(self, node, message, related=related, fix=fix)
+
+    def finish(self) -> None:
+        """Called once after the whole module was traversed."""
+
+
+def _validate(cls: type[Rule]) -> None:
+    where = cls.__qualname__
+    if not _CODE_RE.match(cls.code):
+        raise RuleDefinitionError(f"{where}: code {cls.code!r} is not of the form DDP000")
+    if not _NAME_RE.match(getattr(cls, "name", "")):
+        raise RuleDefinitionError(f"{where}: name must be kebab-case")
+    if not isinstance(getattr(cls, "severity", None), Severity):
+        raise RuleDefinitionError(f"{where}: severity must be a Severity")
+    summary = getattr(cls, "summary", "")
+    if not summary or "\n" in summary:
+        raise RuleDefinitionError(f"{where}: summary must be one line")
+
+
+def all_rules() -> tuple[type[Rule], ...]:
+    """Every registered rule, ordered by code (imports the catalogue once)."""
+    importlib.import_module("ddplint.rules")
+    return tuple(_REGISTRY[code] for code in sorted(_REGISTRY))
+
+
+def get_rule(code: str) -> type[Rule] | None:
+    """The rule with this exact code, or None."""
+    importlib.import_module("ddplint.rules")
+    return _REGISTRY.get(code.upper())

@@ -1,0 +1,101 @@
+"""Shared test helpers: running the CLI in-process and as a console script,
+and validating SARIF against the official schema committed in tests/schemas."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+SARIF_SCHEMA = Path(__file__).resolve().parent / "schemas" / "sarif-schema-2.1.0.json"
+
+
+@dataclass
+class Run:
+    """The outcome of one ddplint invocation."""
+
+    status: int
+    stdout: str
+    stderr: str
+
+    def json(self):
+        return json.loads(self.stdout)
+
+
+class _Stdin(io.TextIOWrapper):
+    pass
+
+
+@pytest.fixture
+def ddplint(monkeypatch, capsys):
+    """Run `ddplint ARGS` in-process: ddplint(*args, cwd=..., stdin=bytes)."""
+    from ddplint.cli import main
+
+    def run(*args: str, cwd: Path | None = None, stdin: bytes | None = None) -> Run:
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        if stdin is not None:
+            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+        capsys.readouterr()
+        status = main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return Run(status, out, err)
+
+    return run
+
+
+def console_script() -> str:
+    """The installed `ddplint` executable (the test must fail if it is missing)."""
+    found = shutil.which("ddplint", path=os.path.dirname(sys.executable)) or shutil.which("ddplint")
+    assert found, "the ddplint console script is not installed (pip install -e '.[test]')"
+    return found
+
+
+def run_script(*args: str, cwd: Path, stdin: bytes | None = None, env: dict | None = None) -> Run:
+    """Run the installed console script in a subprocess."""
+    proc = subprocess.run(
+        [console_script(), *map(str, args)],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
+    return Run(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+
+@pytest.fixture(scope="session")
+def sarif_validator():
+    """A jsonschema validator for the official SARIF 2.1.0 schema."""
+    schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def assert_valid_sarif(validator, log: dict) -> None:
+    """Fail with every schema error of `log`."""
+    errors = sorted(validator.iter_errors(log), key=lambda e: list(e.absolute_path))
+    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:20])
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> Path:
+    """Create `files` (relative path -> text or bytes) under `root`."""
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return root
