@@ -62,8 +62,11 @@ def discover(paths: list[Path], resolver: ConfigResolver, force_exclude: bool = 
         absolute = path if path.is_absolute() else resolver.cwd / path
         display = os.path.normpath(str(path))
         if absolute.is_dir():
-            walker = _DirectoryWalker(resolver, found)
-            walker.walk(absolute, display, _ancestor_ignores(absolute), frozenset())
+            walker = _DirectoryWalker(resolver, found, absolute)
+            ignores = _ancestor_ignores(absolute)
+            if _ignored(absolute, True, ignores):
+                ignores = ()  # the user named an ignored directory: lint it
+            walker.walk(absolute, display, ignores, frozenset())
         elif not force_exclude or not _excluded_file(absolute, resolver):
             found.files.append(SourceFile(absolute, display))
     return found
@@ -108,9 +111,10 @@ def _load_ignore(base: Path, file: Path) -> list[_Ignore]:
 
 
 class _DirectoryWalker:
-    def __init__(self, resolver: ConfigResolver, found: Discovery) -> None:
+    def __init__(self, resolver: ConfigResolver, found: Discovery, root: Path) -> None:
         self.resolver = resolver
         self.found = found
+        self.root = root
 
     def walk(
         self,
@@ -147,7 +151,7 @@ class _DirectoryWalker:
         except OSError:
             is_dir = is_file = False
         if is_dir:
-            if self.resolver.is_excluded(path, is_dir=True) or _ignored(path, True, ignores):
+            if self.resolver.is_excluded(path, True, self.root) or _ignored(path, True, ignores):
                 return
             if self._is_loop(entry, ancestors):
                 target = os.readlink(path) if entry.is_symlink() else path
@@ -155,7 +159,7 @@ class _DirectoryWalker:
                 return
             self.walk(path, shown, ignores, ancestors)
         elif entry.name.endswith(PYTHON_SUFFIXES):
-            if self.resolver.is_excluded(path) or _ignored(path, False, ignores):
+            if self.resolver.is_excluded(path, False, self.root) or _ignored(path, False, ignores):
                 return
             if is_file:
                 self.found.files.append(SourceFile(path, shown))

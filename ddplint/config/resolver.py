@@ -44,7 +44,7 @@ class ConfigResolver:
         self.cwd = (cwd or Path.cwd()).resolve()
         self._by_dir: dict[Path, Config] = {}
         self._fixed: Config | None = None
-        self._excludes: dict[int, pathspec.PathSpec] = {}
+        self._excludes: dict[tuple[int, Path | None], pathspec.PathSpec] = {}
         self._settings: dict[tuple[int, tuple[str, ...]], Settings] = {}
         self._per_file: dict[int, list[tuple[pathspec.PathSpec, tuple[str, ...]]]] = {}
         if self.overrides.config_file is not None:
@@ -81,16 +81,30 @@ class ConfigResolver:
         """The config that governs the file at `path`."""
         return self.config_for_dir(_absolute(path, self.cwd).parent)
 
-    def is_excluded(self, path: Path, is_dir: bool = False) -> bool:
-        """Whether config ``exclude``/``extend-exclude`` (or the defaults) match."""
+    def is_excluded(self, path: Path, is_dir: bool = False, explicit_root: Path | None = None) -> bool:
+        """Whether config ``exclude``/``extend-exclude`` (or the defaults) match.
+
+        Below a directory the user named explicitly (`explicit_root`), the
+        patterns that exclude that directory itself are disregarded:
+        ``ddplint build/`` lints what is in `build/`.
+        """
         absolute = _absolute(path, self.cwd)
         config = self.config_for_dir(absolute if is_dir else absolute.parent)
-        spec = self._excludes.get(id(config))
-        if spec is None:
-            patterns = (*(config.exclude if config.exclude is not None else DEFAULT_EXCLUDE), *config.extend_exclude)
-            spec = pathspec.GitIgnoreSpec.from_lines(patterns)
-            self._excludes[id(config)] = spec
+        spec = self._exclude_spec(config, explicit_root)
         return spec.match_file(_relative(absolute, config.root) + ("/" if is_dir else ""))
+
+    def _exclude_spec(self, config: Config, explicit_root: Path | None) -> pathspec.PathSpec:
+        key = (id(config), explicit_root)
+        spec = self._excludes.get(key)
+        if spec is None:
+            base = config.exclude if config.exclude is not None else DEFAULT_EXCLUDE
+            patterns = [*base, *config.extend_exclude]
+            if explicit_root is not None:
+                root = _relative(_absolute(explicit_root, self.cwd), config.root) + "/"
+                patterns = [p for p in patterns if not pathspec.GitIgnoreSpec.from_lines([p]).match_file(root)]
+            spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+            self._excludes[key] = spec
+        return spec
 
     def excludes_file(self, path: Path) -> bool:
         """Whether a file, or a directory above it within its project, is excluded."""
