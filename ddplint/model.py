@@ -9,6 +9,7 @@ to a worker process, cached on disk, or compared in a test.
 from __future__ import annotations
 
 import enum
+import traceback
 from dataclasses import dataclass, field
 
 
@@ -133,3 +134,10 @@ class Notice:
     level: NoticeLevel = NoticeLevel.ERROR
     internal: bool = False
     detail: str = field(default="", compare=False)
+
+    @classmethod
+    def internal_error(cls, path: str, exc: BaseException, where: str = "") -> Notice:
+        """A bug in ddplint met on `path` (exit status 2); the traceback goes to `detail`."""
+        detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        message = f"internal error{where}: {type(exc).__name__}: {exc}"
+        return cls(path, message, NoticeLevel.ERROR, internal=True, detail=detail)

@@ -6,38 +6,13 @@ below it is pure. Every file is independent of the others.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddplint.config.resolver import ConfigResolver
 from ddplint.discovery import SourceFile, discover
 from ddplint.engine import FileResult, check_bytes
-from ddplint.model import Finding, Notice
-
-
-@dataclass
-class Report:
-    """The outcome of one run over many files."""
-
-    findings: list[Finding] = field(default_factory=list)
-    notices: list[Notice] = field(default_factory=list)
-    files: int = 0
-
-    def add(self, result: FileResult) -> None:
-        """Merge one file's result."""
-        self.files += 1
-        self.findings.extend(result.findings)
-        self.notices.extend(result.notices)
-
-    def sort(self) -> None:
-        """Findings by path, line, column, code; notices by path."""
-        self.findings.sort(key=lambda f: f.sort_key)
-        self.notices.sort(key=lambda n: n.path)
-
-    @property
-    def active(self) -> list[Finding]:
-        """The findings that no in-source suppression silenced."""
-        return [f for f in self.findings if f.suppressed is None]
+from ddplint.model import Notice
+from ddplint.report import Report
 
 
 def lint_paths(
@@ -54,12 +29,17 @@ def lint_paths(
 
 
 def lint_file(source: SourceFile, resolver: ConfigResolver) -> FileResult:
-    """Read and lint one file; an unreadable file becomes a notice."""
+    """Read and lint one file; an unreadable file or a ddplint bug becomes a notice."""
     try:
         data = source.path.read_bytes()
     except OSError as exc:
         return FileResult(notices=(Notice(source.display, f"cannot read file: {exc.strerror or exc}"),))
-    return check_bytes(source.display, data, resolver.settings_for(source.path))
+    settings = resolver.settings_for(source.path)
+    try:
+        return check_bytes(source.display, data, settings)
+    except Exception as exc:  # noqa: BLE001 - one file's crash must not end the run
+        return FileResult(notices=(Notice.internal_error(source.display, exc),))
+
 
 
 def lint_stdin(data: bytes, filename: str, resolver: ConfigResolver) -> Report:
@@ -67,5 +47,8 @@ def lint_stdin(data: bytes, filename: str, resolver: ConfigResolver) -> Report:
     path = Path(filename)
     report = Report()
     if not resolver.excludes_file(path):
-        report.add(check_bytes(filename, data, resolver.settings_for(path)))
+        try:
+            report.add(check_bytes(filename, data, resolver.settings_for(path)))
+        except Exception as exc:  # noqa: BLE001
+            report.notices.append(Notice.internal_error(filename, exc))
     return report

@@ -32,10 +32,6 @@ class Run:
         return json.loads(self.stdout)
 
 
-class _Stdin(io.TextIOWrapper):
-    pass
-
-
 @pytest.fixture
 def ddplint(monkeypatch, capsys):
     """Run `ddplint ARGS` in-process: ddplint(*args, cwd=..., stdin=bytes)."""
@@ -61,8 +57,10 @@ def console_script() -> str:
     return found
 
 
-def run_script(*args: str, cwd: Path, stdin: bytes | None = None, env: dict | None = None) -> Run:
-    """Run the installed console script in a subprocess."""
+def run_script(
+    *args: str, cwd: Path, stdin: bytes | None = None, env: dict | None = None, user: int | None = None
+) -> Run:
+    """Run the installed console script in a subprocess (optionally as another user)."""
     proc = subprocess.run(
         [console_script(), *map(str, args)],
         cwd=cwd,
@@ -70,6 +68,7 @@ def run_script(*args: str, cwd: Path, stdin: bytes | None = None, env: dict | No
         capture_output=True,
         timeout=120,
         env={**os.environ, **(env or {})},
+        user=user,
     )
     return Run(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
 

@@ -11,7 +11,8 @@ from ddplint.config.resolver import ConfigResolver, Overrides
 from ddplint.config.selection import is_known_selector
 from ddplint.model import NoticeLevel, Severity
 from ddplint.reporters import OutputFormat, RenderOptions, renderer
-from ddplint.runner import Report, lint_paths, lint_stdin
+from ddplint.report import Report
+from ddplint.runner import lint_paths, lint_stdin
 
 STDIN = Path("-")
 

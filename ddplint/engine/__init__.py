@@ -7,9 +7,12 @@ I/O), so files can be linted in parallel and their results cached.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
+import sys
 from dataclasses import dataclass
+from typing import Iterator
 import libcst as cst
 
 from ddplint.config.settings import Settings
@@ -22,6 +25,8 @@ from ddplint.model import Finding, Fix, Notice, NoticeLevel, Related, Span
 from ddplint.rule import Rule, all_rules
 
 SYNTAX_ERROR = "DDP000"
+_DEEP_RECURSION = 10_000
+_TOO_DEEP = "nested too deeply for ddplint's analysis (Python accepts it); not linted"
 
 __all__ = ["FileResult", "check_bytes", "check_source", "lint_source"]
 
@@ -62,14 +67,28 @@ def check_source(path: str, text: str, settings: Settings, prefilter: bool = Tru
             return FileResult()
     if not rules:
         return FileResult()
+    with _recursion_limit(_DEEP_RECURSION):
+        try:
+            module = cst.parse_module(text)
+        except cst.ParserSyntaxError as exc:
+            note = f"LibCST cannot parse this file, which CPython accepts; not linted ({exc.message})"
+            return FileResult(notices=(Notice(path, note, NoticeLevel.WARNING),))
+        except RecursionError:
+            return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.WARNING),))
+        return _lint_module(path, text, module, settings, rules)
+
+
+@contextlib.contextmanager
+def _recursion_limit(limit: int) -> Iterator[None]:
+    """LibCST and the walker recurse once per nesting level, and real code
+    (long ``a + b + ...`` chains) goes deeper than CPython's default 1000;
+    the syntax check above keeps CPython's own limit."""
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous, limit))
     try:
-        module = cst.parse_module(text)
-    except cst.ParserSyntaxError as exc:
-        note = f"LibCST cannot parse this file, which CPython accepts; not linted ({exc.message})"
-        return FileResult(notices=(Notice(path, note, NoticeLevel.WARNING),))
-    except RecursionError:
-        return FileResult(notices=(Notice(path, "too deeply nested to lint; skipped"),))
-    return _lint_module(path, text, module, settings, rules)
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
 
 
 def _lint_module(
@@ -81,29 +100,21 @@ def _lint_module(
     notices: list[Notice] = []
 
     def on_rule_error(rule: Rule, exc: BaseException) -> None:
-        notices.append(_internal_error(path, rule.code, exc))
+        notices.append(Notice.internal_error(path, exc, f" in rule {rule.code}"))
 
     walker = Walker(ctx.analyses, instances, on_rule_error, walker_stack)
     try:
         walker.walk(module)
+        for instance in list(instances):
+            try:
+                instance.finish()
+            except Exception as exc:  # noqa: BLE001 - one rule's bug must not hide the others
+                notices.append(Notice.internal_error(path, exc, f" in rule {instance.code}"))
+        pending = [p for p in ctx.pending if ctx.in_distributed_context or not p.rule.distributed_only]
+        findings = _finalize(path, text, module, settings, pending) if pending else ()
     except RecursionError:
-        return FileResult(notices=(Notice(path, "too deeply nested to lint; skipped"),), parsed=True)
-    for instance in list(instances):
-        try:
-            instance.finish()
-        except Exception as exc:  # noqa: BLE001 - one rule's bug must not hide the others
-            notices.append(_internal_error(path, instance.code, exc))
-    pending = [p for p in ctx.pending if ctx.in_distributed_context or not p.rule.distributed_only]
-    findings = _finalize(path, text, module, settings, pending) if pending else ()
+        return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.WARNING),), parsed=True)
     return FileResult(findings, tuple(notices), parsed=True)
-
-
-def _internal_error(path: str, code: str, exc: BaseException) -> Notice:
-    import traceback
-
-    detail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    message = f"internal error in rule {code}: {type(exc).__name__}: {exc}"
-    return Notice(path, message, NoticeLevel.ERROR, internal=True, detail=detail)
 
 
 def _finalize(

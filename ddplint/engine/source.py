@@ -35,9 +35,15 @@ def decode_source(data: bytes) -> str:
     """Decode per PEP 263 (BOM, coding cookie, else UTF-8); raise SourceError."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as exc:
-        line = exc.lineno or 1
-        raise SourceError(SourceProblem(str(exc.msg), Span(line, 1, line, 1))) from None
+    except SyntaxError as exc:  # a bad cookie, or undecodable first lines
+        encoding = "utf-8"
+        try:
+            data.decode(encoding)
+        except UnicodeDecodeError:
+            pass  # report the exact byte below
+        else:
+            line = exc.lineno or 1
+            raise SourceError(SourceProblem(str(exc.msg), Span(line, 1, line, 2))) from None
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:
@@ -60,8 +66,8 @@ def syntax_problem(text: str, path: str) -> SourceProblem | None:
         compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
         return SourceProblem(_describe(exc), _error_span(text, exc))
-    except (RecursionError, MemoryError):
-        return SourceProblem("too deeply nested for the Python parser", Span(1, 1, 1, 1))
+    except (RecursionError, MemoryError) as exc:  # what `python file.py` reports too
+        return SourceProblem(f"{type(exc).__name__}: {exc}", Span(1, 1, 1, 2))
     return None
 
 

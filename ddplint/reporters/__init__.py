@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ddplint.runner import Report
+from ddplint.report import Report
 
 
 class OutputFormat(str, enum.Enum):

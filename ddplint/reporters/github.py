@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ddplint.model import Finding, Severity
 from ddplint.reporters import RenderOptions
-from ddplint.runner import Report
+from ddplint.report import Report
 
 _COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
 

@@ -12,7 +12,7 @@ from typing import Any
 from ddplint.model import Finding, Span
 from ddplint.reporters import RenderOptions
 from ddplint.reporters.fingerprint import fingerprints
-from ddplint.runner import Report
+from ddplint.report import Report
 
 
 def _span(span: Span) -> dict[str, int]:

@@ -28,7 +28,7 @@ from ddplint.paths import project_root, relative_uri
 from ddplint.reporters import RenderOptions
 from ddplint.reporters.fingerprint import fingerprints
 from ddplint.rule import Rule, all_rules
-from ddplint.runner import Report
+from ddplint.report import Report
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"

@@ -11,7 +11,7 @@ from collections import Counter
 
 from ddplint.model import Finding, Severity
 from ddplint.reporters import RenderOptions
-from ddplint.runner import Report
+from ddplint.report import Report
 
 _COLORS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.NOTE: "36"}
 

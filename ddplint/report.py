@@ -1,0 +1,36 @@
+"""The outcome of one run over many files, as every reporter receives it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ddplint.model import Finding, Notice
+
+if TYPE_CHECKING:
+    from ddplint.engine import FileResult
+
+
+@dataclass
+class Report:
+    """Findings and notices of a run, and how many files were linted."""
+
+    findings: list[Finding] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
+    files: int = 0
+
+    def add(self, result: FileResult) -> None:
+        """Merge one file's result."""
+        self.files += 1
+        self.findings.extend(result.findings)
+        self.notices.extend(result.notices)
+
+    def sort(self) -> None:
+        """Findings by path, line, column, code; notices by path."""
+        self.findings.sort(key=lambda f: f.sort_key)
+        self.notices.sort(key=lambda n: n.path)
+
+    @property
+    def active(self) -> list[Finding]:
+        """The findings that no in-source suppression silenced."""
+        return [f for f in self.findings if f.suppressed is None]
