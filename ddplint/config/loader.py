@@ -59,12 +59,13 @@ def read_config_file(path: Path) -> Config | None:
         raise ConfigError(f"{shown}: cannot read: {exc.strerror or exc}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{shown}: invalid TOML: {exc}") from None
-    if path.name == DDPLINT_TOML:
-        table, where = data.get("tool", {}).get("ddplint", data), ""
-    else:
-        if "ddplint" not in data.get("tool", {}):
-            return None
-        table, where = data["tool"]["ddplint"], "[tool.ddplint] "
+    tool = data.get("tool", {})
+    if isinstance(tool, dict) and "ddplint" in tool:
+        table, where = tool["ddplint"], "[tool.ddplint] "
+    elif path.name == PYPROJECT:
+        return None
+    else:  # ddplint.toml, or any file given with --config: top-level keys
+        table, where = data, ""
     if not isinstance(table, dict):
         raise ConfigError(f"{shown}: {where.strip() or 'ddplint'}: expected a table")
     return parse_table(table, root=path.parent, path=path, where=f"{shown}: {where}")

@@ -1,0 +1,52 @@
+"""A real wheel: `rules/` installs as `ddplint.rules`, never as a top-level
+`rules`; the base install does not pull torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(REPO)],
+        check=True,
+        timeout=600,
+    )
+    (found,) = out.glob("ddplint-*.whl")
+    return found
+
+
+def test_wheel_layout(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "ddplint/rules/__init__.py" in names
+    assert "ddplint/rules/ddp014_sampler_shuffle_conflict.py" in names
+    assert not any(n.startswith("rules/") for n in names)
+    assert not any(n.startswith(("tests/", "fixtures/", "examples/")) for n in names)
+
+
+def test_wheel_metadata_keeps_torch_optional(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = next(archive.read(n).decode() for n in archive.namelist() if n.endswith("METADATA"))
+    requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    base = [r for r in requires if "extra ==" not in r]
+    assert base and not any("torch" in r for r in base)
+    assert any("torch" in r and 'extra == "runtime"' in r for r in requires)
+    assert "Provides-Extra: runtime" in metadata and "Provides-Extra: test" in metadata
+
+
+def test_installed_package_imports_rules_as_subpackage(tmp_path: Path) -> None:
+    code = (
+        "import importlib.util, sys; import ddplint.rules; "
+        "sys.exit(0 if importlib.util.find_spec('rules') is None else 1)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr or "a top-level `rules` module is importable"
