@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ddplint.analysis.compat import in_compat_branch
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
@@ -44,7 +45,12 @@ class DeprecatedCudaAmp(Rule):
     A name is flagged only when it certainly denotes a deprecated API: a
     local function called `autocast`, or an `autocast` imported from
     `torch.cuda.amp` on old PyTorch and from `torch.amp` on new PyTorch in
-    two branches of an `if`, is not.
+    two branches of an `if`, is not. Nor is code that only runs on old
+    PyTorch releases: a branch of a version test
+    (`torch.amp.GradScaler("cuda") if _TORCH_GREATER_EQUAL_2_4 else
+    torch.cuda.amp.GradScaler()`, `if digit_version(TORCH_VERSION) < ...`,
+    `hasattr(torch, "amp")`), or the `except` clause of a `try` that
+    attempts `torch.amp` first.
 
     ## Why is this bad?
 
@@ -106,6 +112,8 @@ class DeprecatedCudaAmp(Rule):
         names = self.ctx.qualified_names(callee)
         if not names or not all(name in REPLACEMENTS for name in names):
             return
+        if in_compat_branch(self.ctx.stack, self.ctx.module, "torch.amp"):
+            return  # the fallback for PyTorch releases that predate torch.amp
         qualname = min(names)
         written = self.ctx.module.code_for_node(callee)
         shown = f"`{written}`" if written == qualname else f"`{written}` (`{qualname}`)"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_script, write
+from conftest import REPO, assert_valid_sarif, run_script, write
 
 BAD = "from torch.utils.data import DataLoader, DistributedSampler\nDataLoader(ds, sampler=DistributedSampler(ds), shuffle=True)\n"
 GOOD = "from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True)\n"
@@ -237,10 +237,12 @@ def test_console_script_on_examples() -> None:
     assert "examples/train_ddp.py:39:14: DDP014 " in run.stdout
 
 
-def test_console_script_sarif_and_stdin(tmp_path) -> None:
+def test_console_script_sarif_and_stdin(tmp_path, sarif_validator) -> None:
     run = run_script("-", "--stdin-filename", "t.py", "--format", "sarif", cwd=tmp_path, stdin=BAD.encode())
     assert run.status == 1
-    assert json.loads(run.stdout)["runs"][0]["results"][0]["ruleId"] == "DDP014"
+    log = json.loads(run.stdout)
+    assert_valid_sarif(sarif_validator, log)
+    assert log["runs"][0]["results"][0]["ruleId"] == "DDP014"
 
 
 def test_console_script_usage_error_has_no_traceback(tmp_path) -> None:
