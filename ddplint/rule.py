@@ -30,7 +30,7 @@ from ddplint.model import Fix, Severity
 if TYPE_CHECKING:
     import libcst as cst
 
-    from ddplint.engine.context import FileContext
+    from ddplint.engine.context import FileContext, Message
 
 REQUIRED_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
 OPTIONAL_SECTIONS = ("Fix safety", "Options", "References")
@@ -91,6 +91,8 @@ class Rule:
     distributed_only: ClassVar[bool] = False
     #: Free-form tags for SARIF (``properties.tags``).
     tags: ClassVar[tuple[str, ...]] = ()
+    #: Optional shared analyses the rule uses (``"rank"``); each runs once per file.
+    requires: ClassVar[frozenset[str]] = frozenset()
     docs: ClassVar[RuleDocs]
 
     def __init_subclass__(cls, **kwargs: object) -> None:
@@ -110,13 +112,18 @@ class Rule:
     def report(
         self,
         node: cst.CSTNode,
-        message: str,
+        message: Message,
         *,
         related: tuple[tuple[cst.CSTNode, str], ...] = (),
         fix: Fix | None = None,
+        statement: cst.CSTNode | None = None,
     ) -> None:
-        """Record a finding anchored at `node`; `related` pairs (node, why)."""
-        self.ctx.report(self, node, message, related=related, fix=fix)
+        """Record a finding anchored at `node`; `related` pairs (node, why).
+
+        `message` may be a function of a node-to-`Span` lookup, for messages
+        that name other lines. From `finish()`, pass the saved `statement`.
+        """
+        self.ctx.report(self, node, message, related=related, fix=fix, statement=statement)
 
     def finish(self) -> None:
         """Called once after the whole module was traversed."""

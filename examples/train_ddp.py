@@ -52,6 +52,7 @@ def main():
             scaler.update()
         if dist.get_rank() == 0:
             torch.save(model.module.state_dict(), f"checkpoint_{epoch}.pt")
+            dist.barrier()  # Bug: only rank 0 waits here; the job hangs.
 
     dist.destroy_process_group()
 

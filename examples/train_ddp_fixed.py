@@ -51,6 +51,7 @@ def main():
             scaler.update()
         if dist.get_rank() == 0:
             torch.save(model.module.state_dict(), f"checkpoint_{epoch}.pt")
+        dist.barrier()  # every rank waits for the checkpoint
 
     dist.destroy_process_group()
 

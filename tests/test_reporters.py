@@ -160,3 +160,25 @@ def test_github_escapes_properties_and_data() -> None:
     assert annotation(finding) == (
         "::warning file=a%2Cb%3Ac.py,line=1,col=1,endLine=1,endColumn=2,title=DDP014 x::50%25 done%0Anext"
     )
+
+
+def test_sarif_ddp001_carries_the_guard(ddplint, tmp_path, sarif_validator) -> None:
+    write(
+        tmp_path,
+        {
+            "train.py": (
+                "import torch\nimport torch.distributed as dist\n\n"
+                "def save(model):\n    if dist.get_rank() == 0:\n        torch.save(model.state_dict(), 'c.pt')\n"
+                "        dist.barrier()\n"
+            )
+        },
+    )
+    log = sarif(ddplint, tmp_path, ".")
+    assert_valid_sarif(sarif_validator, log)
+    (result,) = log["runs"][0]["results"]
+    assert result["ruleId"] == "DDP001"
+    assert "`dist.barrier()`" in result["message"]["text"]
+    assert "`dist.get_rank() == 0` (line 5)" in result["message"]["text"]
+    related = result["relatedLocations"][0]
+    assert related["physicalLocation"]["region"]["startLine"] == 5
+    assert related["message"]["text"] == "the rank-dependent condition"

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ddplint.analysis.scope import ScopeTracker, dotted_name, import_bindings, import_from_module
+from ddplint.analysis.names import dotted_name
+from ddplint.analysis.scope import ScopeTracker, import_bindings, import_from_module
 
 DISTRIBUTED_PREFIXES = (
     "torch.distributed",

@@ -31,6 +31,8 @@ from typing import Iterable
 
 import libcst as cst
 
+from ddplint.analysis.names import dotted_name
+
 #: Stands for "bound to something ddplint cannot name" in a qualified-name set.
 UNKNOWN = None
 
@@ -86,18 +88,6 @@ class Scope:
         if previous is not None and self.conditional:
             binding = previous.merged(binding)
         self.names[name] = binding
-
-
-def dotted_name(node: cst.BaseExpression) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
-        return None
-    parts.append(node.value)
-    return ".".join(reversed(parts))
 
 
 def import_from_module(node: cst.ImportFrom) -> str:
@@ -212,6 +202,7 @@ class ScopeTracker:
             scope.bind(name, binding)
 
     def _bind_target(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        """Bind the names in `target`; `value` None means "no expression" (loop targets)."""
         if isinstance(target, cst.Name):
             if value is None:
                 self._bind(target.value, Binding(_UNKNOWN_ONLY))
@@ -219,14 +210,24 @@ class ScopeTracker:
             self._bind(target.value, Binding(self._alias_qualnames(value), (value,)))
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = [e.value for e in target.elements]
-            values: list[cst.BaseExpression | None] = [None] * len(elements)
-            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
-                if not any(isinstance(e, cst.StarredElement) for e in value.elements):
-                    values = [e.value for e in value.elements]
-            for element, element_value in zip(elements, values):
-                self._bind_target(element, element_value)
+            if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements) and not any(
+                isinstance(e, cst.StarredElement) for e in value.elements
+            ):
+                for element, element_value in zip(elements, value.elements):
+                    self._bind_target(element, element_value.value)
+                return
+            for element in elements:  # `rank, world_size = get_dist_info()`: each part of the whole
+                self._bind_part(element, value)
         elif isinstance(target, cst.StarredElement):
-            self._bind_target(target.value, None)
+            self._bind_part(target.value, value)
+
+    def _bind_part(self, target: cst.BaseExpression, whole: cst.BaseExpression | None) -> None:
+        """Bind a name unpacked from `whole`. Its value is unknown, but when `whole`
+        is a call the name keeps it, so `rank, size = get_dist_info()` is traced."""
+        if isinstance(target, cst.Name):
+            self._bind(target.value, Binding(_UNKNOWN_ONLY, (whole,) if isinstance(whole, cst.Call) else ()))
+        else:
+            self._bind_target(target, None)
 
     def _alias_qualnames(self, value: cst.BaseExpression) -> QualNames:
         """``amp = torch.cuda.amp`` makes `amp` an alias; anything else is unknown."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, TypeVar
 
+from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
@@ -110,6 +111,5 @@ def is_constructor_call(node: cst.Call, ctx: FileContext) -> bool:
     if qualnames and None not in qualnames:  # `DS` imported as DistributedSampler
         names = {q.rpartition(".")[2] for q in qualnames}
     else:
-        func = node.func
-        names = {func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")}
+        names = {last_name(node.func) or ""}
     return all(isinstance(n, str) and n[:1].isupper() and not n.isupper() for n in names)

@@ -95,7 +95,8 @@ def _lint_module(
     path: str, text: str, module: cst.Module, settings: Settings, rules: tuple[type[Rule], ...]
 ) -> FileResult:
     walker_stack: list[cst.CSTNode] = []
-    ctx = FileContext(path, text, module, settings, walker_stack)
+    requires = {name for rule in rules for name in rule.requires}
+    ctx = FileContext(path, text, module, settings, walker_stack, requires)
     instances = [rule(ctx) for rule in rules]
     notices: list[Notice] = []
 
@@ -124,16 +125,20 @@ def _finalize(
     suppressions = Suppressions.from_comments(comments(positions))
     lines = text.splitlines()
     findings = []
+    def span_of(node: cst.CSTNode) -> Span:
+        return to_span(positions[node])
+
     for item in pending:
-        span = to_span(positions[item.node])
+        span = span_of(item.node)
         statement = positions[item.statement]
         last = statement.end.line
         if isinstance(item.statement, cst.BaseCompoundStatement):
             last = positions[item.statement.body].start.line  # the header only
         suppressed = suppressions.match(item.rule.code, (span.line, statement.start.line, last))
-        related = tuple(Related(path, to_span(positions[n]), why) for n, why in item.related)
+        related = tuple(Related(path, span_of(n), why) for n, why in item.related)
+        message = item.message if isinstance(item.message, str) else item.message(span_of)
         findings.append(
-            _make_finding(item.rule, settings, item.message, path, span, lines, related, item.fix, suppressed)
+            _make_finding(item.rule, settings, message, path, span, lines, related, item.fix, suppressed)
         )
     return tuple(sorted(findings, key=lambda f: f.sort_key))
 

@@ -9,17 +9,25 @@ visited: ask during ``visit_``/``leave_`` (not later), and keep the answer if
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Iterable, Union
 
 import libcst as cst
 
 from ddplint.analysis.distributed import DistributedContext
+from ddplint.analysis.rank import RankAnalysis
 from ddplint.analysis.scope import QualNames, ScopeTracker
 from ddplint.config.settings import Settings
-from ddplint.model import Fix
+from ddplint.model import Fix, Span
 
 if TYPE_CHECKING:
     from ddplint.rule import Rule
+
+#: A finding's message, or a function of "where is this node" for messages
+#: that name lines (positions are only known after the walk).
+Message = Union[str, Callable[[Callable[[cst.CSTNode], Span]], str]]
+
+#: The optional analyses a rule can ask for with ``requires``.
+OPTIONAL_ANALYSES = {"rank": RankAnalysis}
 
 
 @dataclass(frozen=True)
@@ -29,7 +37,7 @@ class PendingFinding:
     rule: type[Rule]
     node: cst.CSTNode
     statement: cst.CSTNode
-    message: str
+    message: Message
     related: tuple[tuple[cst.CSTNode, str], ...]
     fix: Fix | None
 
@@ -44,6 +52,7 @@ class FileContext:
         module: cst.Module,
         settings: Settings,
         stack: list[cst.CSTNode],
+        requires: Iterable[str] = (),
     ) -> None:
         self.path = path
         self.source = source
@@ -53,12 +62,25 @@ class FileContext:
         self.stack = stack
         self.scopes = ScopeTracker(module)
         self._distributed = DistributedContext(self.scopes)
+        self._optional = {name: OPTIONAL_ANALYSES[name](self) for name in sorted(set(requires))}
         self.pending: list[PendingFinding] = []
 
     @property
     def analyses(self) -> tuple[object, ...]:
         """The walker analyses, in the order they must run."""
-        return (self.scopes, self._distributed)
+        return (self.scopes, self._distributed, *self._optional.values())
+
+    @property
+    def rank(self) -> RankAnalysis:
+        """The rank analysis (only for rules with ``requires = {"rank"}``)."""
+        return self._optional["rank"]  # type: ignore[return-value]
+
+    def enclosing_function(self) -> cst.FunctionDef | None:
+        """The innermost function around the node being visited."""
+        for node in reversed(self.stack):
+            if isinstance(node, cst.FunctionDef):
+                return node
+        return None
 
     # ------------------------------------------------------------ names
 
@@ -89,18 +111,24 @@ class FileContext:
         self,
         rule: Rule,
         node: cst.CSTNode,
-        message: str,
+        message: Message,
         *,
         related: tuple[tuple[cst.CSTNode, str], ...] = (),
         fix: Fix | None = None,
+        statement: cst.CSTNode | None = None,
     ) -> None:
-        """Record a finding; the statement around `node` scopes `# noqa`."""
+        """Record a finding; the statement around `node` scopes `# noqa`.
+
+        Rules that report from `finish()` pass the `statement` they saved,
+        since the walker's stack is gone by then.
+        """
         self.pending.append(
-            PendingFinding(type(rule), node, self._statement_of(node), message, related, fix)
+            PendingFinding(type(rule), node, statement or self.statement(), message, related, fix)
         )
 
-    def _statement_of(self, node: cst.CSTNode) -> cst.CSTNode:
+    def statement(self) -> cst.CSTNode:
+        """The innermost statement around the node being visited."""
         for ancestor in reversed(self.stack):
             if isinstance(ancestor, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
                 return ancestor
-        return node
+        return self.module

@@ -1,0 +1,226 @@
+"""The catalogue of collective operations: calls every rank of a group must make.
+
+Kept as data in one place; DDP001 documents it and other rules (collective
+checkpoint APIs are not "unguarded saves") consult it. A call is a
+collective when:
+
+* it resolves to one of `COLLECTIVE_FUNCTIONS` under one of
+  `COLLECTIVE_MODULES` (``torch.distributed.barrier``, ``deepspeed.comm.
+  all_reduce``, ...) or to one of `COLLECTIVE_QUALNAMES` (distributed
+  checkpointing, FSDP full-parameter gathering, accelerate's utilities);
+* it is a method whose name alone is unambiguous (`wait_for_everyone`), or
+  a method of an object that the code makes recognisable: an accelerate
+  ``accelerator``, a DeepSpeed ``engine``, a Lightning ``strategy`` or
+  module (``self.all_gather``, ``self.log(..., sync_dist=True)``);
+* it is an implicit collective of a wrapped model: the forward of a model
+  assigned from ``DistributedDataParallel(...)`` (outside ``no_grad``), its
+  ``.backward()``, and ``.state_dict()`` of an FSDP-wrapped model.
+
+Point-to-point operations (send/recv/isend/irecv/batch_isend_irecv) are
+deliberately absent: calling them on some ranks only is their purpose.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from ddplint.analysis.names import last_name
+from ddplint.lazy import cst
+
+if TYPE_CHECKING:
+    from ddplint.engine.context import FileContext
+
+COLLECTIVE_FUNCTIONS = frozenset(
+    {
+        "barrier", "monitored_barrier", "all_reduce", "reduce", "broadcast", "broadcast_object_list",
+        "all_gather", "all_gather_object", "all_gather_into_tensor", "gather", "gather_object",
+        "scatter", "scatter_object_list", "reduce_scatter", "reduce_scatter_tensor", "all_to_all",
+        "all_to_all_single", "new_group", "new_subgroups", "all_reduce_coalesced",
+        "all_gather_coalesced", "_all_gather_base", "_reduce_scatter_base",
+    }
+)  # fmt: skip
+
+COLLECTIVE_MODULES = (
+    "torch.distributed",
+    "torch.distributed.distributed_c10d",
+    "torch.distributed.nn",
+    "torch.distributed.nn.functional",
+    "deepspeed.comm",
+    "deepspeed.comm.comm",
+    "ignite.distributed",
+)
+
+COLLECTIVE_QUALNAMES = frozenset(
+    {
+        "torch.distributed.checkpoint.save", "torch.distributed.checkpoint.load",
+        "torch.distributed.checkpoint.async_save",
+        "torch.distributed.checkpoint.save_state_dict", "torch.distributed.checkpoint.load_state_dict",
+        "torch.distributed.checkpoint.state_dict_saver.save",
+        "torch.distributed.checkpoint.state_dict_loader.load",
+        "torch.distributed.checkpoint.state_dict.get_model_state_dict",
+        "torch.distributed.checkpoint.state_dict.get_state_dict",
+        "torch.distributed.checkpoint.state_dict.get_optimizer_state_dict",
+        "torch.distributed.checkpoint.state_dict.set_model_state_dict",
+        "torch.distributed.checkpoint.state_dict.set_state_dict",
+        "torch.distributed.fsdp.FullyShardedDataParallel.summon_full_params",
+        "torch.distributed.fsdp.FullyShardedDataParallel.full_optim_state_dict",
+        "torch.distributed.fsdp.FullyShardedDataParallel.optim_state_dict",
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel.summon_full_params",
+        "accelerate.utils.wait_for_everyone", "accelerate.utils.gather", "accelerate.utils.gather_object",
+        "accelerate.utils.broadcast", "accelerate.utils.broadcast_object_list", "accelerate.utils.reduce",
+        "accelerate.utils.pad_across_processes",
+        "torch_xla.core.xla_model.rendezvous", "torch_xla.core.xla_model.all_reduce",
+        "torch_xla.core.xla_model.mesh_reduce", "torch_xla.core.xla_model.all_gather",
+        "torch_xla.core.xla_model.reduce_scatter",
+    }
+)  # fmt: skip
+
+#: Methods that are collectives on any receiver.
+UNAMBIGUOUS_METHODS = frozenset({"wait_for_everyone"})
+ACCELERATOR_METHODS = frozenset(
+    {"gather", "gather_for_metrics", "reduce", "pad_across_processes", "save_state", "load_state", "backward"}
+)
+ENGINE_METHODS = frozenset({"save_checkpoint", "load_checkpoint"})
+STRATEGY_METHODS = frozenset({"barrier", "broadcast", "reduce", "all_gather"})
+
+DDP_CLASSES = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+    }
+)
+FSDP_CLASSES = frozenset(
+    {
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+    }
+)
+ACCELERATOR_CLASSES = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
+NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
+
+
+#: Collectives that every rank of the job enters, whatever group they create.
+_GLOBAL = frozenset({"new_group", "new_subgroups", "new_subgroups_by_enumeration"})
+_GROUP_KEYWORDS = frozenset({"group", "process_group", "pg"})
+
+
+def on_subgroup(call: cst.Call) -> bool:
+    """Whether `call` names a process group other than the default one.
+
+    Collectives on a sub-group are entered by that group's members only, and
+    code selects the members with rank tests (``if rank in ranks:``); which
+    ranks a group holds is not visible statically, so such calls are not
+    judged.
+    """
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in _GROUP_KEYWORDS:
+            value = arg.value
+            if isinstance(value, cst.Name) and value.value == "None":
+                return False
+            return last_name(value) != "WORLD"
+    return False
+
+
+def collective_name(call: cst.Call, ctx: FileContext) -> str | None:
+    """How to show `call` if it is an explicit collective, else None."""
+    func = call.func
+    if on_subgroup(call) and last_name(func) not in _GLOBAL:
+        return None
+    names = ctx.qualified_names(func)
+    for name in names:
+        if name is None:
+            continue
+        module, _, function = name.rpartition(".")
+        if (function in COLLECTIVE_FUNCTIONS and module in COLLECTIVE_MODULES) or name in COLLECTIVE_QUALNAMES:
+            return _shown(call, ctx)
+    if not isinstance(func, cst.Attribute):
+        return None
+    method, receiver = func.attr.value, func.value
+    if method in UNAMBIGUOUS_METHODS:
+        return _shown(call, ctx)
+    if method in ACCELERATOR_METHODS and _is_accelerator(receiver, ctx):
+        return _shown(call, ctx)
+    if method in ENGINE_METHODS and "engine" in (last_name(receiver) or ""):
+        return _shown(call, ctx)
+    if method in STRATEGY_METHODS and last_name(receiver) == "strategy":
+        return _shown(call, ctx)
+    if isinstance(receiver, cst.Name) and receiver.value == "self":
+        if method == "all_gather":
+            return _shown(call, ctx)
+        if method == "log" and any(
+            a.keyword is not None and a.keyword.value == "sync_dist" and _is_true(a.value) for a in call.args
+        ):
+            return "self.log(..., sync_dist=True)"
+    return None
+
+
+def wrapped_model_collective(call: cst.Call, ctx: FileContext, wrapped: dict[str, str]) -> str | None:
+    """The implicit collective of calling or checkpointing a wrapped model.
+
+    `wrapped` maps ``self.<attr>`` names to "DDP"/"FSDP" (collected from the
+    class's assignments); plain names are looked up in their bindings.
+    """
+    func = call.func
+    kind = _wrapper_kind(func, ctx, wrapped)
+    if kind == "DDP" and not _under_no_grad(ctx.stack, ctx):
+        return f"the forward of DDP-wrapped `{ctx.module.code_for_node(func)}` (buffer broadcast, gradient sync)"
+    if isinstance(func, cst.Attribute) and func.attr.value == "state_dict":
+        if _wrapper_kind(func.value, ctx, wrapped) == "FSDP":
+            return f"`{ctx.module.code_for_node(func)}()` of an FSDP-wrapped model (gathers the shards)"
+    return None
+
+
+def wrapper_of(value: cst.CSTNode, ctx: FileContext) -> str | None:
+    """"DDP"/"FSDP" if `value` is a call constructing that wrapper (over the
+    default process group: a sub-group's members are selected by rank)."""
+    if isinstance(value, cst.Call) and not on_subgroup(value):
+        names = ctx.qualified_names(value.func)
+        if names and names <= DDP_CLASSES:
+            return "DDP"
+        if names and names <= FSDP_CLASSES:
+            return "FSDP"
+    return None
+
+
+def _wrapper_kind(node: cst.BaseExpression, ctx: FileContext, wrapped: dict[str, str]) -> str | None:
+    if isinstance(node, cst.Name):
+        kinds = {wrapper_of(v, ctx) for v in ctx.values_of(node)}
+        return kinds.pop() if len(kinds) == 1 else None
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return wrapped.get(node.attr.value)
+    return None
+
+
+def _under_no_grad(stack: Sequence[cst.CSTNode], ctx: FileContext) -> bool:
+    for node in stack:
+        if isinstance(node, cst.With):
+            for item in node.items:
+                call = item.item
+                if isinstance(call, cst.Call) and ctx.qualified_names(call.func) & NO_GRAD_CONTEXTS:
+                    return True
+        elif isinstance(node, cst.FunctionDef):
+            for decorator in node.decorators:
+                expr = decorator.decorator
+                expr = expr.func if isinstance(expr, cst.Call) else expr
+                if ctx.qualified_names(expr) & NO_GRAD_CONTEXTS:
+                    return True
+    return False
+
+
+def _is_accelerator(receiver: cst.BaseExpression, ctx: FileContext) -> bool:
+    if last_name(receiver) in ("accelerator", "accelerate"):
+        return True
+    if isinstance(receiver, cst.Name):
+        return any(
+            isinstance(v, cst.Call) and ctx.qualified_names(v.func) & ACCELERATOR_CLASSES
+            for v in ctx.values_of(receiver)
+        )
+    return False
+
+
+def _is_true(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _shown(call: cst.Call, ctx: FileContext) -> str:
+    return f"`{ctx.module.code_for_node(call.func)}()`"

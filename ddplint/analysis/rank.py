@@ -1,0 +1,560 @@
+"""Rank analysis: which values differ between ranks, and which code only some
+ranks reach (SPEC §2 "rank-dependent" and "rank guard").
+
+Computed once per file, in the engine's walk, for every rule that declares
+``requires = {"rank"}``. Two parts:
+
+*Rank dependence* of an expression is a set of symbolic dependencies,
+computed where the expression is (so names resolve in their scope):
+`DIRECT` (a rank source: ``dist.get_rank()``, ``os.environ["RANK"]``,
+``args.local_rank``, ``trainer.is_global_zero``, ...), a module function
+whose return value may be rank-dependent, or an attribute name whose
+assignments (``self.is_main = rank == 0``) or properties may be. After the
+walk the function and attribute dependencies are solved to a fixed point,
+so helpers of helpers, defined anywhere in the module, work.
+
+*Guards* of a node are the enclosing constructs that decide whether this
+rank runs it, up to the enclosing function: branches of ``if``/``elif``/
+``else`` and ternaries, the right operand of ``and``/``or``, ``while``
+bodies, the rest of a block after an ``if ...: return`` (treated as the
+implicit ``else`` of that ``if``), rank-zero decorators, and rank-staggered
+``with`` blocks (``main_process_first()``). A guard is a rank guard when
+its condition is rank-dependent.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+from ddplint.analysis.names import dotted_name, last_name
+from ddplint.lazy import cst
+
+if TYPE_CHECKING:
+    from ddplint.engine.context import FileContext
+
+#: The dependency "this value is a rank source".
+DIRECT = "rank"
+
+DEFAULT_RANK_NAMES = frozenset(
+    {
+        "rank", "local_rank", "global_rank", "node_rank", "process_index", "local_process_index",
+        "is_main_process", "is_local_main_process", "is_master", "is_main", "master_process",
+        "is_global_zero", "is_world_process_zero", "is_local_process_zero", "should_save",
+        "is_master_ordinal", "is_local_master", "is_rank_zero", "is_rank_0",
+    }
+)  # fmt: skip
+
+RANK_FUNCTIONS = frozenset(
+    {
+        "torch.distributed.get_rank", "torch.distributed.get_node_local_rank",
+        "torch.distributed.get_group_rank", "torch.distributed.get_global_rank",
+        "torch.distributed.distributed_c10d.get_rank",
+        "deepspeed.comm.get_rank", "deepspeed.comm.get_local_rank",
+        "torch_xla.core.xla_model.get_ordinal", "torch_xla.core.xla_model.get_local_ordinal",
+        "torch_xla.runtime.global_ordinal", "torch_xla.runtime.local_ordinal",
+        "ignite.distributed.get_rank", "ignite.distributed.get_local_rank", "ignite.distributed.get_node_rank",
+    }
+)  # fmt: skip
+
+RANK_ENV = frozenset(
+    {
+        "RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID",
+        "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMIX_RANK",
+    }
+)  # fmt: skip
+
+#: Decorators whose function body runs on some ranks only.
+RANK_ZERO_DECORATORS = frozenset(
+    {"rank_zero_only", "on_main_process", "on_local_main_process", "on_process", "on_local_process", "on_last_process"}
+)
+
+#: Context managers that run their body on different ranks at different times.
+STAGGERED_METHODS = frozenset({"main_process_first", "local_main_process_first"})
+
+#: Function names that return a rank whichever module defines them
+#: (`from utils.dist import get_rank`, detectron2's `comm.get_local_rank()`).
+RANK_CALL_NAMES = frozenset(
+    {
+        "get_rank", "get_local_rank", "get_global_rank", "get_node_local_rank", "get_node_rank",
+        "get_process_index", "get_ordinal", "get_local_ordinal", "global_ordinal", "local_ordinal",
+    }
+)  # fmt: skip
+
+_ENV_GETTERS = frozenset({"os.environ.get", "os.getenv"})
+#: Calls whose result carries their arguments' rank dependence. Other calls do
+#: not: `model.to(device)` differs per rank, `getattr(model, "name")` does not.
+_TRANSPARENT = frozenset(
+    f"builtins.{name}" for name in ("int", "str", "bool", "float", "abs", "min", "max", "round", "divmod", "hash")
+)
+#: Attributes in the rank names that are not rank tests on some receivers:
+#: HF's `TrainerControl.should_save` means "save at this step" on every rank.
+_UNIFORM_ON = {"should_save": frozenset({"control"})}
+_MAX_DEPTH = 12
+
+Deps = frozenset  # of DIRECT | cst.FunctionDef | ("attr", name)
+_NONE: Deps = frozenset()
+_DIRECT: Deps = frozenset({DIRECT})
+
+
+class GuardKind(enum.Enum):
+    """How a guard selects the ranks that run the code under it."""
+
+    BRANCH = "branch"  # if/elif/else, ternary, and the rest of a block after an early exit
+    SHORT_CIRCUIT = "short-circuit"
+    LOOP = "while"
+    DECORATOR = "decorator"
+    STAGGERED = "staggered"
+
+
+@dataclass(frozen=True, eq=False)
+class Guard:
+    """One construct deciding whether the node under it runs on this rank.
+
+    For `BRANCH` guards, `owner` is the ``if`` (the head of an elif chain) or
+    the ternary, `branch` the index of the branch the node is in (the last
+    index is the ``else``, explicit or implicit), and `branches` how many
+    there are. `test` is the condition shown in messages; `anchor` the node
+    for the related location; `scope` the function the guard is in (None:
+    module level); `exit` the early-exit statement when the node is after
+    ``if ...: return`` rather than inside a branch.
+    """
+
+    kind: GuardKind
+    owner: cst.CSTNode
+    deps: Deps
+    test: cst.CSTNode
+    anchor: cst.CSTNode
+    branch: int = 0
+    branches: int = 1
+    scope: cst.CSTNode | None = None
+    exit: cst.CSTNode | None = None
+
+
+class RankAnalysis:
+    """Walker analysis: rank dependence and rank guards for one module."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.rank_names = DEFAULT_RANK_NAMES | frozenset(ctx.settings.rank_names)
+        self.functions: dict[str, list[cst.FunctionDef]] = defaultdict(list)
+        self.returns: dict[cst.FunctionDef, set] = defaultdict(set)
+        self.attributes: dict[str, set] = defaultdict(set)
+        self.attribute_values: dict[str, list[cst.BaseExpression]] = defaultdict(list)
+        self.staggered_functions: set[str] = set()
+        self._solved: tuple[set, set] | None = None
+
+    # ------------------------------------------------------------ walker hooks
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions[node.name.value].append(node)
+        if node.name.value.endswith("_first") and any(
+            _decorator_name(d) == "contextmanager" for d in node.decorators
+        ):
+            self.staggered_functions.add(node.name.value)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        function = self.ctx.enclosing_function()
+        if function is not None and node.value is not None:
+            self.returns[function] |= self.deps(node.value)
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._record_attribute(target.target, node.value)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._record_attribute(node.target, node.value)
+
+    def _record_attribute(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+            name = target.attr.value
+            self.attributes[name] |= self.deps(value)
+            self.attribute_values[name].append(value)
+
+    # ------------------------------------------------------------ dependence
+
+    def deps(self, node: cst.CSTNode, depth: int = 0) -> Deps:
+        """The symbolic rank dependencies of `node`'s value, here."""
+        if depth > _MAX_DEPTH:
+            return _NONE
+        depth += 1
+        if isinstance(node, cst.Name):
+            return self._name_deps(node, depth)
+        if isinstance(node, cst.Attribute):
+            if node.attr.value in self.rank_names:
+                if last_name(node.value) in _UNIFORM_ON.get(node.attr.value, ()):
+                    return _NONE
+                return _DIRECT
+            if self.ctx.qualified_name(node) in RANK_FUNCTIONS:
+                return _DIRECT
+            return frozenset({("attr", node.attr.value)})
+        if isinstance(node, cst.Call):
+            return self._call_deps(node, depth)
+        if isinstance(node, cst.Subscript):
+            if self._is_rank_env(node):
+                return _DIRECT
+            return self._union([node.value, *(e.slice for e in node.slice)], depth)
+        if isinstance(node, cst.Comparison) and (_is_none_test(node) or _is_unset_test(node)):
+            # `rank is None`, `local_rank != -1`: "was a rank given / is this run
+            # distributed?", the same answer on every rank.
+            return _NONE
+        return self._union(_value_children(node), depth)
+
+    def _union(self, nodes: Iterable[cst.CSTNode], depth: int) -> Deps:
+        result: set = set()
+        for child in nodes:
+            result |= self.deps(child, depth)
+        return frozenset(result)
+
+    def _name_deps(self, node: cst.Name, depth: int) -> Deps:
+        values = self.ctx.values_of(node)
+        if node.value in self.rank_names:
+            # A loop variable `for rank in range(world_size)` is not this process's rank.
+            binding = self.ctx.scopes.lookup(node.value)
+            if binding is not None and not binding.values and None in binding.qualnames:
+                return _NONE
+            if values and all(isinstance(v, (cst.Integer, cst.SimpleString)) for v in values):
+                return _NONE
+            return _DIRECT
+        result: set = set()
+        for value in values:
+            if isinstance(value, cst.FunctionDef):
+                continue  # a function object, not a call of it
+            if isinstance(value, cst.BaseExpression):
+                result |= self.deps(value, depth)
+        return frozenset(result)
+
+    def _call_deps(self, node: cst.Call, depth: int) -> Deps:
+        func = node.func
+        names = self.ctx.qualified_names(func)
+        if names & RANK_FUNCTIONS:
+            return _DIRECT
+        if names & _ENV_GETTERS and node.args and _string(node.args[0].value) in RANK_ENV:
+            return _DIRECT
+        last = last_name(func)
+        if last in self.rank_names or last in RANK_CALL_NAMES:
+            return _DIRECT
+        result: set = set()
+        if names & _TRANSPARENT:  # int(os.environ["RANK"]), str(rank)
+            result |= self._union((a.value for a in node.args), depth)
+        if isinstance(func, cst.Name):
+            result.update(v for v in self.ctx.values_of(func) if isinstance(v, cst.FunctionDef))
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+            result.add(("method", func.attr.value))
+        return frozenset(result)
+
+    def _is_rank_env(self, node: cst.Subscript) -> bool:
+        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+            return False
+        return "os.environ" in self.ctx.qualified_names(node.value) and (
+            _string(node.slice[0].slice.value) in RANK_ENV
+        )
+
+    def _solve(self) -> tuple[set, set]:
+        """Functions and attribute names whose value is rank-dependent (fixed point)."""
+        if self._solved is not None:
+            return self._solved
+        functions: set = set()
+        attributes: set = set()
+        changed = True
+        while changed:
+            changed = False
+            for function, deps in self.returns.items():
+                if function not in functions and self._resolves(deps, functions, attributes):
+                    functions.add(function)
+                    changed = True
+            for name, deps in self.attributes.items():
+                if name not in attributes and self._resolves(deps, functions, attributes):
+                    attributes.add(name)
+                    changed = True
+            for name, defs in self.functions.items():
+                if name not in attributes and any(f in functions and _is_property(f) for f in defs):
+                    attributes.add(name)
+                    changed = True
+        self._solved = (functions, attributes)
+        return self._solved
+
+    def _resolves(self, deps: Deps, functions: set, attributes: set) -> bool:
+        for dep in deps:
+            if dep == DIRECT or dep in functions:
+                return True
+            if isinstance(dep, tuple):
+                kind, name = dep
+                if kind == "attr" and name in attributes:
+                    return True
+                if kind == "method" and any(f in functions for f in self.functions.get(name, ())):
+                    return True
+        return False
+
+    def is_rank_dependent(self, deps: Deps) -> bool:
+        """Whether `deps` make a value rank-dependent; final after the walk."""
+        if DIRECT in deps:
+            return True
+        if not deps:
+            return False
+        functions, attributes = self._solve()
+        return self._resolves(deps, functions, attributes)
+
+    def expression_is_rank_dependent(self, node: cst.CSTNode) -> bool:
+        """`is_rank_dependent(deps(node))`, for use after the walk."""
+        return self.is_rank_dependent(self.deps(node))
+
+    # ------------------------------------------------------------ guards
+
+    def guards(self) -> tuple[tuple[Guard, ...], tuple[Guard, ...]]:
+        """The potential rank guards of the node being visited: (inner, outer).
+
+        `inner` are the guards that decide whether this rank runs the node
+        when its function runs, innermost first, with the function's
+        rank-selecting decorators. `outer` are the guards around the
+        definitions of the enclosing functions: a function defined in a
+        branch (a callback passed on from there) is taken to run in that
+        branch, which only matters for comparing branches. Only guards with
+        dependencies are returned; whether those make them rank guards is
+        known after the walk (`is_rank_dependent(guard.deps)`).
+        """
+        stack = self.ctx.stack
+        start = _function_start(stack)
+        inner: list[Guard] = []
+        outer: list[Guard] = []
+        scope: cst.CSTNode | None = None
+        for index in range(len(stack) - 1):
+            node, child = stack[index], stack[index + 1]
+            if isinstance(node, (cst.FunctionDef, cst.Lambda)) and child is node.body:
+                if isinstance(node, cst.FunctionDef):
+                    (inner if index + 1 == start else outer).extend(self._decorator_guards(node, scope))
+                scope = node
+                continue
+            (inner if index >= start else outer).extend(self._guards_at(stack, index, scope))
+        inner.reverse()
+        outer.reverse()
+        return tuple(inner), tuple(outer)
+
+    def _guards_at(self, stack: Sequence[cst.CSTNode], index: int, scope: cst.CSTNode | None) -> Iterable[Guard]:
+        node, child = stack[index], stack[index + 1]
+        if isinstance(node, cst.If):
+            if _is_elif(stack, index):
+                return  # handled with the head of its chain
+            guard = self._branch_guard(stack, index, scope)
+            if guard is not None:
+                yield guard
+        elif isinstance(node, cst.IfExp) and child is not node.test:
+            deps = self.deps(node.test)
+            if deps:
+                branch = 0 if child is node.body else 1
+                yield Guard(GuardKind.BRANCH, node, deps, node.test, node.test, branch, 2, scope)
+        elif isinstance(node, cst.BooleanOperation) and child is node.right:
+            deps = self.deps(node.left)
+            if deps:
+                yield Guard(GuardKind.SHORT_CIRCUIT, node, deps, node.left, node.left, scope=scope)
+        elif isinstance(node, cst.While) and child is node.body:
+            deps = self.deps(node.test)
+            if deps:
+                yield Guard(GuardKind.LOOP, node, deps, node.test, node.test, scope=scope)
+        elif isinstance(node, cst.With):
+            if child is node.body:
+                yield from self._staggered_guards(node, scope)
+        elif isinstance(node, (cst.IndentedBlock, cst.Module, cst.SimpleStatementSuite)):
+            yield from self._early_exit_guards(node, child, scope)
+
+    def _branch_guard(self, stack: Sequence[cst.CSTNode], index: int, scope: cst.CSTNode | None) -> Guard | None:
+        """The guard of an if/elif/else chain whose head is `stack[index]`."""
+        head = stack[index]
+        members = _chain(head)
+        # Which member's body (or the final else) contains the node?
+        position, member = 0, head
+        for offset in range(index, len(stack) - 1):
+            node, child = stack[offset], stack[offset + 1]
+            if node is not member:
+                continue
+            if child is member.test:
+                return None  # the condition itself runs on every rank that got here
+            if child is member.body:
+                break
+            if isinstance(child, cst.Else):
+                position = len(members)
+                break
+            member, position = child, position + 1
+        own = members[min(position, len(members) - 1)].test
+        tests = [
+            m.test for m in members[: position + 1]
+            if m.test is own or position == len(members) or not _excludes(own, m.test)
+        ]  # fmt: skip
+        deps = self._union(tests, 0)
+        if not deps:
+            return None
+        return Guard(GuardKind.BRANCH, head, deps, own, own, position, len(members) + 1, scope)
+
+    def _early_exit_guards(self, block: cst.CSTNode, child: cst.CSTNode, scope: cst.CSTNode | None) -> Iterable[Guard]:
+        """`if <cond>: ... return` earlier in `block`: the rest is its else branch."""
+        statements = block.body
+        for statement in statements:
+            if statement is child:
+                return
+            if isinstance(statement, cst.If) and statement.orelse is None and _exits(statement.body):
+                deps = self.deps(statement.test)
+                if deps:
+                    yield Guard(
+                        GuardKind.BRANCH, statement, deps, statement.test, statement.test, 1, 2,
+                        scope, exit=_last_statement(statement.body),
+                    )  # fmt: skip
+
+    def _decorator_guards(self, function: cst.FunctionDef, scope: cst.CSTNode | None) -> Iterable[Guard]:
+        for decorator in function.decorators:
+            if _decorator_name(decorator) in RANK_ZERO_DECORATORS:
+                yield Guard(GuardKind.DECORATOR, function, _DIRECT, decorator.decorator, decorator, scope=scope)
+
+    def _staggered_guards(self, node: cst.With, scope: cst.CSTNode | None) -> Iterable[Guard]:
+        for item in node.items:
+            call = item.item
+            if not isinstance(call, cst.Call):
+                continue
+            func = call.func
+            name = last_name(func)
+            if name in STAGGERED_METHODS or (isinstance(func, cst.Name) and name in self.staggered_functions):
+                yield Guard(GuardKind.STAGGERED, node, _DIRECT, call, item, scope=scope)
+
+
+def _string(node: cst.CSTNode) -> str | None:
+    return node.evaluated_value if isinstance(node, cst.SimpleString) else None
+
+
+def _value_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The sub-expressions whose values flow into `node`'s value."""
+    if isinstance(node, cst.Comparison):
+        return [node.left, *(c.comparator for c in node.comparisons)]
+    if isinstance(node, (cst.BooleanOperation, cst.BinaryOperation)):
+        return [node.left, node.right]
+    if isinstance(node, cst.UnaryOperation):
+        return [node.expression]
+    if isinstance(node, cst.IfExp):
+        return [node.test, node.body, node.orelse]
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        return [e.value for e in node.elements]
+    if isinstance(node, cst.FormattedString):
+        return [p.expression for p in node.parts if isinstance(p, cst.FormattedStringExpression)]
+    if isinstance(node, cst.NamedExpr):
+        return [node.value]
+    if isinstance(node, cst.Await):
+        return [node.expression]
+    return []
+
+
+def _is_none_test(node: cst.Comparison) -> bool:
+    return all(
+        isinstance(c.operator, (cst.Is, cst.IsNot)) and isinstance(c.comparator, cst.Name) and c.comparator.value == "None"
+        for c in node.comparisons
+    )
+
+
+def _is_unset_test(node: cst.Comparison) -> bool:
+    """`x == -1` / `x != -1`: -1 is what scripts use for "no rank set"."""
+    if len(node.comparisons) != 1 or not isinstance(node.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
+        return False
+    value = node.comparisons[0].comparator
+    return (
+        isinstance(value, cst.UnaryOperation)
+        and isinstance(value.operator, cst.Minus)
+        and isinstance(value.expression, cst.Integer)
+        and value.expression.value == "1"
+    )
+
+
+def _decorator_name(decorator: cst.Decorator) -> str | None:
+    expr = decorator.decorator
+    if isinstance(expr, cst.Call):
+        expr = expr.func
+    name = dotted_name(expr)
+    return name.rsplit(".", 1)[-1] if name else None
+
+
+def _is_property(function: cst.FunctionDef) -> bool:
+    return any(_decorator_name(d) in ("property", "cached_property") for d in function.decorators)
+
+
+def _function_start(stack: Sequence[cst.CSTNode]) -> int:
+    """Index of the first stack entry inside the innermost function body."""
+    for index in range(len(stack) - 1, 0, -1):
+        node, child = stack[index - 1], stack[index]
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)) and child is node.body:
+            return index
+    return 0
+
+
+def _is_elif(stack: Sequence[cst.CSTNode], index: int) -> bool:
+    return index > 0 and isinstance(stack[index - 1], cst.If) and stack[index - 1].orelse is stack[index]
+
+
+def _chain(head: cst.If) -> list[cst.If]:
+    members = [head]
+    while isinstance(members[-1].orelse, cst.If):
+        members.append(members[-1].orelse)
+    return members
+
+
+def _excludes(test: cst.CSTNode, earlier: cst.CSTNode) -> bool:
+    """Whether `test` being true makes `earlier` false: ``in_order`` excludes
+    ``not in_order and should_log()``, so an ``elif in_order:`` branch does not
+    depend on the earlier test."""
+    negated = _negation(_subject(test))
+    todo = [earlier]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+            todo += [node.left, node.right]
+        elif _subject(node) == negated:
+            return True
+    return False
+
+
+def _negation(text: str) -> str:
+    return text[4:] if text.startswith("not ") else f"not {text}"
+
+
+def _last_statement(body: cst.BaseSuite) -> cst.CSTNode | None:
+    statements = body.body
+    if not statements:
+        return None
+    last = statements[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        return last.body[-1] if last.body else None
+    return last
+
+
+def _exits(body: cst.BaseSuite) -> bool:
+    """Whether a block leaves the rest of its function or loop body behind."""
+    last = _last_statement(body)
+    # Not `raise`: an exception ends the process, and torchrun (or mp.spawn)
+    # then stops every other rank, so nobody waits at a later collective.
+    if isinstance(last, (cst.Return, cst.Continue, cst.Break)):
+        return True
+    if isinstance(last, cst.Expr) and isinstance(last.value, cst.Call):
+        return dotted_name(last.value.func) in ("sys.exit", "exit", "quit", "os._exit")
+    return False
+
+
+def polarity(test: cst.CSTNode) -> tuple[str, bool] | None:
+    """(subject, positive) for simple rank tests, to pair complementary guards.
+
+    ``rank == 0`` and ``rank != 0``, ``is_main`` and ``not is_main``,
+    ``local_rank not in [-1, 0]`` and ``local_rank == 0`` are complementary.
+    """
+    positive = True
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        positive, test = not positive, test.expression
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        operator = test.comparisons[0].operator
+        if isinstance(operator, (cst.NotEqual, cst.NotIn, cst.IsNot, cst.GreaterThan, cst.GreaterThanEqual)):
+            positive = not positive
+        return _subject(test.left), positive
+    if isinstance(test, (cst.Name, cst.Attribute, cst.Call)):
+        return _subject(test), positive
+    return None
+
+
+def _subject(node: cst.CSTNode) -> str:
+    return re.sub(r"\s+", " ", cst.Module([]).code_for_node(node)).strip()

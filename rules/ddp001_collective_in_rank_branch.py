@@ -1,0 +1,311 @@
+"""DDP001 collective-in-rank-branch."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Callable
+
+from ddplint.analysis.collectives import (
+    COLLECTIVE_FUNCTIONS,
+    collective_name,
+    wrapped_model_collective,
+    wrapper_of,
+)
+from ddplint.analysis.rank import Guard, GuardKind, polarity
+from ddplint.lazy import cst
+from ddplint.model import Severity, Span
+from ddplint.rule import Rule
+
+
+@dataclass(frozen=True, eq=False)
+class _Site:
+    """A call that is, or may turn out to be, a collective."""
+
+    node: cst.Call
+    shown: str
+    guards: tuple[Guard, ...]
+    #: Guards around the definitions of enclosing functions (balance only).
+    outer: tuple[Guard, ...]
+    function: cst.FunctionDef | None
+    statement: cst.CSTNode
+    #: For calls of module functions: the functions it may call, or a method name.
+    targets: tuple[cst.FunctionDef, ...] = ()
+    method: str | None = None
+    backward: bool = False
+
+
+class CollectiveInRankBranch(Rule):
+    """
+    ## What it does
+
+    Flags a collective operation that only some ranks of the job reach: a
+    call inside a rank guard (a branch of an `if`/`elif`/`else`, a ternary,
+    the right side of `and`/`or`, or a `while` whose condition depends on
+    the rank), after a rank-dependent early exit (`if rank != 0: return`),
+    in a function decorated `@rank_zero_only` / `@accelerator.on_main_process`,
+    or inside a rank-staggered block (`with accelerator.main_process_first():`,
+    a module's own `torch_distributed_zero_first(...)`). A call of a function
+    of the same module that performs a collective, directly or through other
+    functions, counts too; the message names the chain.
+
+    *Rank-dependent* conditions are those built from `dist.get_rank()` and
+    the like (through any import alias), the rank environment variables
+    (`RANK`, `LOCAL_RANK`, `SLURM_PROCID`, ...), names and attributes that
+    hold a rank or a rank test (`rank`, `local_rank`, `args.local_rank`,
+    `accelerator.is_main_process`, `trainer.is_global_zero`,
+    `is_world_process_zero()`, ... extensible with `rank-names`), variables
+    and `self.` attributes assigned from those, and functions or properties
+    of the module that return them. `world_size`, `dist.is_initialized()`,
+    `args.distributed` and device counts are the same on every rank.
+
+    Collectives: `barrier`, `monitored_barrier`, `all_reduce`, `reduce`,
+    `broadcast`, `broadcast_object_list`, `all_gather`, `all_gather_object`,
+    `all_gather_into_tensor`, `gather`, `gather_object`, `scatter`,
+    `scatter_object_list`, `reduce_scatter`, `reduce_scatter_tensor`,
+    `all_to_all`, `all_to_all_single`, `new_group` of `torch.distributed`,
+    `deepspeed.comm` and `ignite.distributed`; distributed checkpointing
+    (`dcp.save`/`load`, `get_model_state_dict`, `get_state_dict`);
+    `FSDP.summon_full_params`; accelerate's `wait_for_everyone`, `gather`,
+    `gather_for_metrics`, `reduce`, `save_state`, `load_state`, `backward`;
+    DeepSpeed `engine.save_checkpoint`/`load_checkpoint`; Lightning
+    `self.all_gather`, `strategy.barrier`/`broadcast` and
+    `self.log(..., sync_dist=True)`; and the implicit ones: calling a model
+    wrapped in `DistributedDataParallel` (outside `torch.no_grad()`), its
+    `.backward()`, and `.state_dict()` of an FSDP-wrapped model.
+
+    Not flagged, because every rank still enters the collective the same
+    number of times: branches that all perform the same collectives in the
+    same order; the zero-first idiom of complementary guards in one block
+    (`if rank != 0: dist.barrier()` ... `if rank == 0: dist.barrier()`), also
+    with an early exit whose branch performs the same collectives as the
+    rest of the block; point-to-point operations (`send`, `recv`, `isend`,
+    `irecv`, `batch_isend_irecv`), which are meant to run on some ranks;
+    anything under a condition that is the same on every rank
+    (`if world_size > 1:`).
+
+    ## Why is this bad?
+
+    Every rank of the group must enter a collective. If rank 0 calls
+    `dist.barrier()` inside `if rank == 0:`, it waits for ranks that will
+    never arrive; the job hangs, on every node, until the NCCL watchdog
+    kills it 10–30 minutes later, after the job already waited in the queue.
+    A one-GPU test run does not show it.
+
+    ## Example
+
+    ```python
+    if dist.get_rank() == 0:
+        torch.save(model.state_dict(), "ckpt.pt")
+        dist.barrier()  # only rank 0 waits here: the job hangs
+    ```
+
+    ## Use instead
+
+    ```python
+    if dist.get_rank() == 0:
+        torch.save(model.state_dict(), "ckpt.pt")
+    dist.barrier()  # every rank waits for the checkpoint
+    ```
+
+    To share a value computed on one rank, compute it under the guard and
+    broadcast it outside: `objs = [result if rank == 0 else None]`, then
+    `dist.broadcast_object_list(objs, src=0)` on every rank. For FSDP
+    checkpoints, gather on every rank and write on one
+    (`StateDictOptions(full_state_dict=True, cpu_offload=True)` with
+    `get_model_state_dict`, or `FullStateDictConfig(rank0_only=True)`).
+
+    ## Options
+
+    `rank-names`: extra names that hold a rank or a rank test.
+
+    ## References
+
+    - [torch.distributed collective functions](https://pytorch.org/docs/stable/distributed.html#collective-functions)
+    - [Distributed checkpoint (torch.distributed.checkpoint)](https://pytorch.org/docs/stable/distributed.checkpoint.html)
+    """
+
+    code = "DDP001"
+    name = "collective-in-rank-branch"
+    severity = Severity.ERROR
+    summary = "A collective that only some ranks reach: the job hangs."
+    requires = frozenset({"rank"})
+    tokens = (
+        *sorted(COLLECTIVE_FUNCTIONS),
+        "wait_for_everyone", "gather_for_metrics", "save_state", "load_state", "save_checkpoint",
+        "load_checkpoint", "sync_dist", "DistributedDataParallel", "FullyShardedDataParallel",
+        "summon_full_params", "get_model_state_dict", "get_state_dict", "checkpoint", "rendezvous",
+        "mesh_reduce",
+    )  # fmt: skip
+    tags = ("correctness", "deadlock")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.sites: list[_Site] = []
+        self.wraps_ddp = False
+
+    # ------------------------------------------------------------ collection
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if wrapper_of(node, ctx) == "DDP":
+            self.wraps_ddp = True
+        func = node.func
+        shown = collective_name(node, ctx) or wrapped_model_collective(node, ctx, self._wrapped())
+        extra: dict = {}
+        if shown is None:
+            if isinstance(func, cst.Attribute) and func.attr.value == "backward" and not node.args:
+                shown, extra = f"`{ctx.module.code_for_node(func)}()`", {"backward": True}
+            elif isinstance(func, cst.Name):
+                targets = tuple(v for v in ctx.values_of(func) if isinstance(v, cst.FunctionDef))
+                if not targets:
+                    return
+                shown, extra = f"`{func.value}()`", {"targets": targets}
+            elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+                shown, extra = f"`self.{func.attr.value}()`", {"method": func.attr.value}
+            else:
+                return
+        inner, outer = ctx.rank.guards()
+        self.sites.append(_Site(node, shown, inner, outer, ctx.enclosing_function(), ctx.statement(), **extra))
+
+    def _wrapped(self) -> dict[str, str]:
+        """``self.<attr>`` names assigned a DDP/FSDP wrapper in this module."""
+        wrapped = {}
+        for name, values in self.ctx.rank.attribute_values.items():
+            kinds = {wrapper_of(v, self.ctx) for v in values} - {None}
+            if len(kinds) == 1:
+                wrapped[name] = kinds.pop()
+        return wrapped
+
+    # ------------------------------------------------------------ decision
+
+    def finish(self) -> None:
+        chains = self._collective_functions()
+        effective = [(site, chain) for site in self.sites if (chain := self._chain(site, chains))]
+        sequences: dict[tuple[int, int], list[str]] = defaultdict(list)
+        owners: dict[int, Guard] = {}
+        for site, chain in effective:
+            for guard in (*site.guards, *site.outer):
+                sequences[(id(guard.owner), guard.branch)].append(chain[-1])
+                owners.setdefault(id(guard.owner), guard)
+        balance = _Balance(sequences, owners)
+        rank = self.ctx.rank
+        for site, chain in effective:
+            for guard in site.guards:
+                if rank.is_rank_dependent(guard.deps) and not balance.balanced(guard):
+                    self._report(site, chain, guard)
+                    break
+
+    def _direct(self, site: _Site) -> tuple[str, ...] | None:
+        if site.backward:
+            return (f"{site.shown} (the gradient all-reduce of DDP)",) if self.wraps_ddp else None
+        if site.targets or site.method:
+            return None
+        return (site.shown,)
+
+    def _chain(self, site: _Site, chains: dict) -> tuple[str, ...] | None:
+        """What the site does collectively, as (call, ..., collective), or None."""
+        if not (site.targets or site.method):
+            return self._direct(site)
+        for target in self._targets(site):
+            if target in chains:
+                return (site.shown, *chains[target])
+        return None
+
+    def _targets(self, site: _Site) -> tuple[cst.FunctionDef, ...]:
+        if site.method is not None:
+            return tuple(self.ctx.rank.functions.get(site.method, ()))
+        return site.targets
+
+    def _collective_functions(self) -> dict:
+        """Functions of the module that perform a collective -> the call chain."""
+        chains: dict = {}
+        for site in self.sites:
+            direct = self._direct(site)
+            if site.function is not None and direct is not None:
+                chains.setdefault(site.function, direct)
+        changed = True
+        while changed:
+            changed = False
+            for site in self.sites:
+                if site.function is None or site.function in chains:
+                    continue
+                chain = self._chain(site, chains)
+                if chain is not None:
+                    chains[site.function] = chain
+                    changed = True
+        return chains
+
+    def _report(self, site: _Site, chain: tuple[str, ...], guard: Guard) -> None:
+        shown = chain[0] if len(chain) == 1 else f"{chain[0]} (which calls {' → '.join(chain[1:])})"
+        code = self.ctx.module.code_for_node
+        self.report(
+            site.node,
+            _message(shown, guard, code(guard.test), code(guard.exit) if guard.exit is not None else None),
+            related=((guard.anchor, _RELATED[guard.kind]),),
+            statement=site.statement,
+        )
+
+
+@dataclass(frozen=True)
+class _Balance:
+    """Whether every rank enters a guard's collectives equally often."""
+
+    sequences: dict[tuple[int, int], list[str]]
+    owners: dict[int, Guard]
+
+    def branches(self, guard: Guard) -> list[list[str]]:
+        return [self.sequences.get((id(guard.owner), b), []) for b in range(guard.branches)]
+
+    def balanced(self, guard: Guard) -> bool:
+        if guard.kind is not GuardKind.BRANCH:
+            return False
+        branches = self.branches(guard)
+        return all(b == branches[0] for b in branches) or self._has_complement(guard, branches)
+
+    def _has_complement(self, guard: Guard, branches: list[list[str]]) -> bool:
+        """The zero-first idiom: `if rank != 0: barrier()` ... `if rank == 0: barrier()`."""
+        mine = polarity(guard.test)
+        if guard.branches != 2 or branches[1] or mine is None:
+            return False
+        for other in self.owners.values():
+            if other.owner is guard.owner or other.scope is not guard.scope or other.branches != 2:
+                continue
+            theirs = polarity(other.test) if other.kind is GuardKind.BRANCH else None
+            if theirs is not None and theirs[0] == mine[0] and theirs[1] != mine[1]:
+                if self.branches(other) == [branches[0], []]:
+                    return True
+        return False
+
+
+_RELATED = {
+    GuardKind.BRANCH: "the rank-dependent condition",
+    GuardKind.SHORT_CIRCUIT: "the rank-dependent operand",
+    GuardKind.LOOP: "the rank-dependent loop condition",
+    GuardKind.DECORATOR: "the rank-selecting decorator",
+    GuardKind.STAGGERED: "the rank-staggered block",
+}
+
+
+def _message(shown: str, guard: Guard, test: str, exit_code: str | None) -> Callable[[Callable], str]:
+    def render(span_of: Callable[[cst.CSTNode], Span]) -> str:
+        line = span_of(guard.anchor).line
+        hang = "; the other ranks never enter it and the job hangs"
+        if guard.kind is GuardKind.STAGGERED:
+            return (
+                f"{shown} is inside `with {test}:` (line {line}): ranks run this block one after "
+                "another, so their collectives cannot match; move it out of the block"
+            )
+        if guard.kind is GuardKind.DECORATOR:
+            return f"{shown} is in a function decorated `@{test}` (line {line}), which runs on some ranks only{hang}"
+        if guard.kind is GuardKind.LOOP:
+            return f"{shown} is inside `while {test}:` (line {line}), which ranks repeat a different number of times; the collectives cannot match"
+        if guard.kind is GuardKind.SHORT_CIRCUIT:
+            return f"{shown} runs only on ranks where `{test}` lets the boolean expression continue (line {line}){hang}"
+        if exit_code is not None:
+            return f"{shown} is reached only on ranks that do not take `if {test}: {exit_code}` (line {line}){hang}"
+        if guard.branch == guard.branches - 1:
+            return f"{shown} is reached only on ranks where `{test}` is false (line {line}){hang}"
+        return f"{shown} is reached only on ranks where `{test}` (line {line}){hang}"
+
+    return render
