@@ -49,7 +49,24 @@ def walk(source: str, probe_cls=None):
         ("x = 'torch.distributed'", False),
     ],
 )
-def test_distributed_context(source: str, distributed: bool) -> None:
+def test_distributed_imports(source: str, distributed: bool) -> None:
+    ctx, _ = walk(source + "\nrank = get_rank()\n")
+    assert ctx.in_distributed_context is distributed
+
+
+@pytest.mark.parametrize(
+    ("source", "distributed"),
+    [
+        ("import deepspeed\nfrom deepspeed.utils import logger\nprint(logger)", False),  # a converter tool
+        ("from accelerate import __version__\nprint(__version__)", False),  # a CLI command
+        ("import deepspeed\nengine, *_ = deepspeed.initialize(model=m)", True),
+        ("from accelerate import Accelerator\naccelerator = Accelerator()", True),
+        ("import torch.distributed as dist\nif dist.get_rank() == 0:\n    pass", True),
+        ("import os\nimport torch.distributed as dist\nlocal_rank = int(os.environ['LOCAL_RANK'])", True),
+        ("import lightning as L\ntrainer = L.Trainer()", True),
+    ],
+)
+def test_distributed_context_needs_evidence_of_per_rank_execution(source: str, distributed: bool) -> None:
     ctx, _ = walk(source)
     assert ctx.in_distributed_context is distributed
 

@@ -3,12 +3,20 @@
 A module is in distributed context when it imports `torch.distributed`,
 `DistributedDataParallel`, FSDP, accelerate, deepspeed or Lightning, refers
 to one of those through an imported parent package (``torch.distributed.``
-after ``import torch``), or calls an ``init_process_group``. The answer is
-final only once the whole module was walked; rules flagged
-`distributed_only` have their findings filtered by the engine at the end.
+after ``import torch``), or calls an ``init_process_group`` — and its own
+code shows that it runs as one process per rank: it starts or joins a
+process group, builds an `Accelerator`/`PartialState`/Lightning
+`Trainer`/`Fabric`/DeepSpeed engine, wraps a model, or reads a rank.
+Importing a library alone does not make a module distributed: the
+command-line tools and checkpoint converters shipped with accelerate and
+DeepSpeed import them and run as a single process. The answer is final only
+once the whole module was walked; rules flagged `distributed_only` have
+their findings filtered by the engine at the end.
 """
 
 from __future__ import annotations
+
+import re
 
 import libcst as cst
 
@@ -26,6 +34,25 @@ DISTRIBUTED_PREFIXES = (
 )
 
 _INIT_CALLS = ("init_process_group", "init_distributed")
+
+#: Identifiers that only code running as one process per rank uses.
+_EXECUTION_EVIDENCE = re.compile(
+    r"\b(?:init_process_group|init_distributed|deepspeed\.initialize|get_rank|get_local_rank|get_global_rank|"
+    r"get_node_local_rank|LOCAL_RANK|RANK|SLURM_PROCID|local_rank|global_rank|process_index|"
+    r"local_process_index|is_main_process|is_local_main_process|is_global_zero|is_world_process_zero|"
+    r"is_local_process_zero|rank_zero_only|Accelerator|PartialState|DistributedDataParallel|"
+    r"FullyShardedDataParallel|fully_shard|Trainer|Fabric|LightningModule|barrier|all_reduce)\b"
+)
+
+
+#: A launcher sets the rank variables for the workers it starts; it is one
+#: process per node (torchrun's agent, the deepspeed launcher), not per rank.
+_LAUNCHER = re.compile(r"""\[\s*["'](?:LOCAL_|GROUP_)?RANK["']\s*\]\s*=[^=]""")
+
+
+def runs_per_rank(source: str) -> bool:
+    """Whether the module's text shows it runs as one process per rank."""
+    return _EXECUTION_EVIDENCE.search(source) is not None and _LAUNCHER.search(source) is None
 
 
 def is_distributed_name(qualname: str | None) -> bool:

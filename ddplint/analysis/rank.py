@@ -48,6 +48,16 @@ DEFAULT_RANK_NAMES = frozenset(
     }
 )  # fmt: skip
 
+#: `<anything>_rank` names hold a process's rank in some group (`ddp_rank`,
+#: `dist_rank`, `pipeline_rank`), except these, which are arguments or sizes.
+RANK_SUFFIX = "_rank"
+NOT_RANKS = frozenset(
+    {
+        "lora_rank", "matrix_rank", "low_rank", "max_rank", "min_rank", "src_rank", "dst_rank",
+        "root_rank", "peer_rank", "target_rank", "dest_rank", "source_rank", "num_rank", "svd_rank",
+    }
+)  # fmt: skip
+
 RANK_FUNCTIONS = frozenset(
     {
         "torch.distributed.get_rank", "torch.distributed.get_node_local_rank",
@@ -88,8 +98,12 @@ _ENV_GETTERS = frozenset({"os.environ.get", "os.getenv"})
 #: Calls whose result carries their arguments' rank dependence. Other calls do
 #: not: `model.to(device)` differs per rank, `getattr(model, "name")` does not.
 _TRANSPARENT = frozenset(
-    f"builtins.{name}" for name in ("int", "str", "bool", "float", "abs", "min", "max", "round", "divmod", "hash")
+    {f"builtins.{name}" for name in ("int", "str", "bool", "float", "abs", "min", "max", "round", "divmod", "hash")}
+    | {f"os.path.{name}" for name in ("join", "abspath", "expanduser", "normpath", "realpath")}
+    | {"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath"}
 )
+#: String-building methods: `"ckpt_{}.pt".format(rank)`, `"_".join([...])`.
+_TRANSPARENT_METHODS = frozenset({"format", "join", "joinpath", "replace", "with_name", "with_suffix"})
 #: Attributes in the rank names that are not rank tests on some receivers:
 #: HF's `TrainerControl.should_save` means "save at this step" on every rank.
 _UNIFORM_ON = {"should_save": frozenset({"control"})}
@@ -134,6 +148,38 @@ class Guard:
     exit: cst.CSTNode | None = None
 
 
+@dataclass(frozen=True, eq=False)
+class Reference:
+    """A call of (or a reference to) a function of the module, and its guards.
+
+    `arguments` holds the rank dependencies of a call's arguments as
+    (keyword or None, deps) in order, to tell what a parameter receives.
+    """
+
+    targets: tuple[cst.FunctionDef, ...]
+    method: str | None
+    guards: tuple[Guard, ...]
+    function: cst.FunctionDef | None
+    arguments: tuple[tuple[str | None, Deps], ...] = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Site:
+    """A node a rule wants to judge after the walk, with what it needs then:
+    its statement (for ``# noqa``), guards, function, and the rank
+    dependencies of its arguments."""
+
+    node: cst.CSTNode
+    statement: cst.CSTNode
+    guards: tuple[Guard, ...]
+    function: cst.FunctionDef | None
+    deps: Deps = frozenset()
+
+
+#: Guard kinds that select ranks (a staggered block runs on every rank).
+SELECTING = frozenset({GuardKind.BRANCH, GuardKind.SHORT_CIRCUIT, GuardKind.LOOP, GuardKind.DECORATOR})
+
+
 class RankAnalysis:
     """Walker analysis: rank dependence and rank guards for one module."""
 
@@ -145,7 +191,9 @@ class RankAnalysis:
         self.attributes: dict[str, set] = defaultdict(set)
         self.attribute_values: dict[str, list[cst.BaseExpression]] = defaultdict(list)
         self.staggered_functions: set[str] = set()
+        self.references: list[Reference] = []
         self._solved: tuple[set, set] | None = None
+        self._reached: set | None = None
 
     # ------------------------------------------------------------ walker hooks
 
@@ -155,6 +203,31 @@ class RankAnalysis:
             _decorator_name(d) == "contextmanager" for d in node.decorators
         ):
             self.staggered_functions.add(node.name.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """Record calls of, and function arguments naming, module functions."""
+        func = node.func
+        targets = self._function_targets(func)
+        method = None
+        if not targets and isinstance(func, cst.Attribute) and last_name(func.value) in ("self", "cls"):
+            method = func.attr.value
+        passed = [t for arg in node.args for t in self._function_targets(arg.value)]
+        if not (targets or method or passed):
+            return
+        guards = self.guards()[0]
+        function = self.ctx.enclosing_function()
+        if targets or method:
+            arguments = tuple(
+                (arg.keyword.value if arg.keyword else None, self.deps(arg.value)) for arg in node.args if not arg.star
+            )
+            self.references.append(Reference(targets, method, guards, function, arguments))
+        if passed:  # mp.spawn(train, ...), threading.Thread(target=worker)
+            self.references.append(Reference(tuple(passed), None, guards, function))
+
+    def _function_targets(self, node: cst.BaseExpression) -> tuple[cst.FunctionDef, ...]:
+        if isinstance(node, cst.Name):
+            return tuple(v for v in self.ctx.values_of(node) if isinstance(v, cst.FunctionDef))
+        return ()
 
     def visit_Return(self, node: cst.Return) -> None:
         function = self.ctx.enclosing_function()
@@ -185,7 +258,7 @@ class RankAnalysis:
         if isinstance(node, cst.Name):
             return self._name_deps(node, depth)
         if isinstance(node, cst.Attribute):
-            if node.attr.value in self.rank_names:
+            if self.is_rank_name(node.attr.value):
                 if last_name(node.value) in _UNIFORM_ON.get(node.attr.value, ()):
                     return _NONE
                 return _DIRECT
@@ -204,15 +277,26 @@ class RankAnalysis:
             return _NONE
         return self._union(_value_children(node), depth)
 
+    def deps_of_all(self, nodes: Iterable[cst.CSTNode]) -> Deps:
+        """The union of the rank dependencies of `nodes`."""
+        return self._union(nodes, 0)
+
     def _union(self, nodes: Iterable[cst.CSTNode], depth: int) -> Deps:
         result: set = set()
         for child in nodes:
             result |= self.deps(child, depth)
         return frozenset(result)
 
+    def is_rank_name(self, name: str) -> bool:
+        """A name or attribute that holds a rank or a rank test by convention."""
+        if name in self.rank_names:
+            return True
+        lowered = name.lower()
+        return lowered.endswith(RANK_SUFFIX) and lowered not in NOT_RANKS
+
     def _name_deps(self, node: cst.Name, depth: int) -> Deps:
         values = self.ctx.values_of(node)
-        if node.value in self.rank_names:
+        if self.is_rank_name(node.value):
             # A loop variable `for rank in range(world_size)` is not this process's rank.
             binding = self.ctx.scopes.lookup(node.value)
             if binding is not None and not binding.values and None in binding.qualnames:
@@ -236,11 +320,13 @@ class RankAnalysis:
         if names & _ENV_GETTERS and node.args and _string(node.args[0].value) in RANK_ENV:
             return _DIRECT
         last = last_name(func)
-        if last in self.rank_names or last in RANK_CALL_NAMES:
+        if last is not None and (last in RANK_CALL_NAMES or self.is_rank_name(last) or _is_rank_getter(last)):
             return _DIRECT
         result: set = set()
-        if names & _TRANSPARENT:  # int(os.environ["RANK"]), str(rank)
+        if names & _TRANSPARENT:  # int(os.environ["RANK"]), str(rank), os.path.join(out, f"r{rank}")
             result |= self._union((a.value for a in node.args), depth)
+        elif isinstance(func, cst.Attribute) and func.attr.value in _TRANSPARENT_METHODS:
+            result |= self._union([func.value, *(a.value for a in node.args)], depth)
         if isinstance(func, cst.Name):
             result.update(v for v in self.ctx.values_of(func) if isinstance(v, cst.FunctionDef))
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
@@ -298,6 +384,51 @@ class RankAnalysis:
             return False
         functions, attributes = self._solve()
         return self._resolves(deps, functions, attributes)
+
+    def site(self, node: cst.CSTNode, deps: Deps = frozenset()) -> Site:
+        """Record where `node` is, for a decision after the walk."""
+        return Site(node, self.ctx.statement(), self.guards()[0], self.ctx.enclosing_function(), deps)
+
+    def runs_on_every_rank(self, site: Site) -> bool:
+        """Whether every rank executes the site (after the walk): it is under no
+        rank guard, and its function is reached outside rank guards."""
+        return not self.selects_ranks(site.guards) and self.reached_unguarded(site.function)
+
+    def selects_ranks(self, guards: Iterable[Guard]) -> bool:
+        """Whether some guard lets only some ranks through (final after the walk)."""
+        return any(g.kind in SELECTING and self.is_rank_dependent(g.deps) for g in guards)
+
+    def targets_of(self, reference: Reference) -> tuple[cst.FunctionDef, ...]:
+        """The functions a reference may reach (methods resolve by name)."""
+        if reference.method is not None:
+            return tuple(self.functions.get(reference.method, ()))
+        return reference.targets
+
+    def reached_unguarded(self, function: cst.FunctionDef | None) -> bool:
+        """Whether every rank may run `function` (None: module-level code).
+
+        A function is reached when module-level code, or a function that is
+        itself reached, calls or passes it outside any rank guard. A function
+        the module never calls is not reached: its callers are unknown.
+        """
+        if function is None:
+            return True
+        if self._reached is None:
+            reached: set = set()
+            changed = True
+            while changed:
+                changed = False
+                for reference in self.references:
+                    if reference.function is not None and reference.function not in reached:
+                        continue
+                    if self.selects_ranks(reference.guards):
+                        continue
+                    for target in self.targets_of(reference):
+                        if target not in reached:
+                            reached.add(target)
+                            changed = True
+            self._reached = reached
+        return function in self._reached
 
     def expression_is_rank_dependent(self, node: cst.CSTNode) -> bool:
         """`is_rank_dependent(deps(node))`, for use after the walk."""
@@ -417,6 +548,11 @@ class RankAnalysis:
             name = last_name(func)
             if name in STAGGERED_METHODS or (isinstance(func, cst.Name) and name in self.staggered_functions):
                 yield Guard(GuardKind.STAGGERED, node, _DIRECT, call, item, scope=scope)
+
+
+def _is_rank_getter(name: str) -> bool:
+    """Megatron-style `get_tensor_model_parallel_rank()`, `get_data_parallel_rank()`."""
+    return name.startswith("get_") and name.endswith("rank") and name[4:] not in NOT_RANKS
 
 
 def _string(node: cst.CSTNode) -> str | None:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Callable, Iterable, Union
 
 import libcst as cst
 
-from ddplint.analysis.distributed import DistributedContext
+from ddplint.analysis.distributed import DistributedContext, runs_per_rank
+from ddplint.analysis.loops import TrainingLoops
 from ddplint.analysis.rank import RankAnalysis
 from ddplint.analysis.scope import QualNames, ScopeTracker
 from ddplint.config.settings import Settings
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 Message = Union[str, Callable[[Callable[[cst.CSTNode], Span]], str]]
 
 #: The optional analyses a rule can ask for with ``requires``.
-OPTIONAL_ANALYSES = {"rank": RankAnalysis}
+OPTIONAL_ANALYSES = {"rank": RankAnalysis, "loops": TrainingLoops}
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,11 @@ class FileContext:
         """The rank analysis (only for rules with ``requires = {"rank"}``)."""
         return self._optional["rank"]  # type: ignore[return-value]
 
+    @property
+    def loops(self) -> TrainingLoops:
+        """The training-loop analysis (only for rules with ``requires = {"loops"}``)."""
+        return self._optional["loops"]  # type: ignore[return-value]
+
     def enclosing_function(self) -> cst.FunctionDef | None:
         """The innermost function around the node being visited."""
         for node in reversed(self.stack):
@@ -103,7 +109,7 @@ class FileContext:
     @property
     def in_distributed_context(self) -> bool:
         """Whether the module is distributed code; final after the walk."""
-        return self._distributed.found
+        return self._distributed.found and runs_per_rank(self.source)
 
     # ------------------------------------------------------------ reporting
 

@@ -1,0 +1,62 @@
+"""Training loops: loops whose body (nested blocks included) takes an
+optimisation step, i.e. calls ``.backward(...)`` or ``optimizer.step()`` /
+``scaler.step(optimizer)``.
+
+A walker analysis for rules that ``require`` ``"loops"``: when it meets such
+a call it marks every loop around it, up to the enclosing function, so a
+rule can ask whether the node it visits is inside a training loop (once the
+walk is over, since the step may come after the node).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ddplint.analysis.names import last_name
+from ddplint.lazy import cst
+
+if TYPE_CHECKING:
+    from ddplint.engine.context import FileContext
+
+_STEPPERS = ("optim", "scaler")
+
+
+def is_step(call: cst.Call) -> bool:
+    """``x.backward(...)``, ``accelerator.backward(loss)``, ``optimizer.step()``."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return False
+    if func.attr.value == "backward":
+        return True
+    if func.attr.value == "step":
+        receiver = (last_name(func.value) or "").lower()
+        return any(word in receiver for word in _STEPPERS) or receiver == "opt"
+    return False
+
+
+class TrainingLoops:
+    """Walker analysis: which loops of the module are training loops."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self._training: set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if is_step(node):
+            for loop in self.enclosing_loops():
+                self._training.add(id(loop))
+
+    def enclosing_loops(self) -> tuple[cst.CSTNode, ...]:
+        """The loops around the node being visited, innermost first, within its function."""
+        loops = []
+        stack = self.ctx.stack
+        for node, child in zip(reversed(stack[:-1]), reversed(stack[1:])):
+            if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+                break
+            if isinstance(node, (cst.For, cst.While)) and child is node.body:
+                loops.append(node)
+        return tuple(loops)
+
+    def is_training_loop(self, loop: cst.CSTNode) -> bool:
+        """Whether `loop` takes an optimisation step (final after the walk)."""
+        return id(loop) in self._training

@@ -1,0 +1,134 @@
+"""DDP006 unguarded-save."""
+
+from __future__ import annotations
+
+from ddplint.analysis.names import last_name
+from ddplint.analysis.rank import Site
+from ddplint.lazy import cst
+from ddplint.model import Severity
+from ddplint.rule import Rule
+
+#: Functions that write files, by qualified name.
+WRITE_FUNCTIONS = frozenset(
+    {
+        "torch.save", "torch.jit.save", "numpy.save", "numpy.savez", "numpy.savez_compressed",
+        "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "shutil.move",
+        "safetensors.torch.save_file", "safetensors.numpy.save_file",
+    }
+)  # fmt: skip
+#: Methods that write files on any receiver.
+WRITE_METHODS = frozenset({"save_pretrained", "write_text", "write_bytes"})
+OPEN_FUNCTIONS = frozenset({"builtins.open", "io.open", "codecs.open"})
+_WRITE_MODES = frozenset("wax+")
+
+
+def _mode_arg(call: cst.Call) -> cst.BaseExpression | None:
+    """The mode argument of an ``open(...)`` call."""
+    for index, arg in enumerate(call.args):
+        if (arg.keyword is None and index == 1) or (arg.keyword is not None and arg.keyword.value == "mode"):
+            return arg.value
+    return None
+
+
+def _write_mode(call: cst.Call) -> bool:
+    """Whether an ``open(...)`` call's literal mode writes."""
+    mode = _mode_arg(call)
+    return isinstance(mode, cst.SimpleString) and bool(_WRITE_MODES & set(mode.evaluated_value))
+
+
+class UnguardedSave(Rule):
+    """
+    ## What it does
+
+    In distributed code, flags a file write that every rank executes:
+    `torch.save`, `X.save_pretrained`, `np.save`/`np.savez`,
+    `safetensors.torch.save_file`, `torch.jit.save`, `open(path, "w"|"wb"|
+    "a"|"x")` (the `json.dump`/`pickle.dump` into that file are the same
+    write, reported once at the `open`), `Path.write_text`/`write_bytes`, and
+    `shutil.copy*`/`copytree`/`move`.
+
+    A write is guarded, and not flagged, when it is under a rank guard
+    (`if rank == 0:`, `if accelerator.is_main_process:`, after
+    `if not is_main: return`, in a function decorated `@rank_zero_only`),
+    when it is in a function that the module calls only from guarded code
+    (`if is_main_process(): save_checkpoint()`), or when its path depends
+    on the rank (`f"ckpt_rank{rank}.pt"`, sharded saves). A function the
+    module never calls is not judged (its callers are elsewhere). Collective
+    checkpoint APIs (`dcp.save`, `accelerator.save_state`) and
+    `accelerator.save`, which writes on the main process only, are not
+    writes of this kind.
+
+    ## Why is this bad?
+
+    Every rank writes the same file at the same time: N× the I/O on a
+    shared file system, interleaved or truncated files when the writes
+    race, and readers (the next job, a resumed run) that load a checkpoint
+    another rank is still writing.
+
+    ## Example
+
+    ```python
+    for epoch in range(epochs):
+        train_one_epoch(model, loader)
+        torch.save(model.module.state_dict(), f"ckpt_{epoch}.pt")
+    ```
+
+    ## Use instead
+
+    ```python
+    for epoch in range(epochs):
+        train_one_epoch(model, loader)
+        if dist.get_rank() == 0:
+            torch.save(model.module.state_dict(), f"ckpt_{epoch}.pt")
+        dist.barrier()  # readers wait for the file
+    ```
+
+    ## References
+
+    - [Saving and loading models in DDP](https://pytorch.org/tutorials/intermediate/ddp_tutorial.html#save-and-load-checkpoints)
+    """
+
+    code = "DDP006"
+    name = "unguarded-save"
+    severity = Severity.WARNING
+    summary = "Every rank writes the same file."
+    requires = frozenset({"rank"})
+    distributed_only = True
+    tokens = ("save", "save_pretrained", "savez", "savez_compressed", "save_file", "open", "write_text",
+              "write_bytes", "copy", "copy2", "copyfile", "copytree", "move")  # fmt: skip
+    tags = ("correctness", "performance")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.sites: list[tuple[Site, str]] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        shown = self._write(node)
+        if shown is not None:
+            deps = self.ctx.rank.deps_of_all(a.value for a in node.args)
+            self.sites.append((self.ctx.rank.site(node, deps), shown))
+
+    def _write(self, node: cst.Call) -> str | None:
+        names = self.ctx.qualified_names(node.func)
+        code = self.ctx.module.code_for_node
+        if names & WRITE_FUNCTIONS:
+            return f"`{code(node.func)}()`"
+        if names & OPEN_FUNCTIONS and _write_mode(node):
+            return f"`{code(node.func)}(..., {code(_mode_arg(node))})`"
+        method = last_name(node.func) if isinstance(node.func, cst.Attribute) else None
+        if method in WRITE_METHODS:
+            return f"`{code(node.func)}()`"
+        return None
+
+    def finish(self) -> None:
+        rank = self.ctx.rank
+        for site, shown in self.sites:
+            if rank.is_rank_dependent(site.deps) or not rank.runs_on_every_rank(site):
+                continue
+            self.report(
+                site.node,
+                f"{shown} runs on every rank, so all of them write the same file; "
+                "wrap it in `if dist.get_rank() == 0:` (or your rank-0 test) or make the path rank-specific",
+                statement=site.statement,
+            )
+

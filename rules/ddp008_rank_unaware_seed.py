@@ -1,0 +1,276 @@
+"""DDP008 rank-unaware-seed."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ddplint.analysis.names import dotted_name, last_name
+from ddplint.analysis.rank import Site
+from ddplint.lazy import cst
+from ddplint.model import Severity
+from ddplint.rule import Rule
+
+SEED_FUNCTIONS = frozenset(
+    {
+        "torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "torch.random.manual_seed",
+        "numpy.random.seed", "random.seed",
+        "lightning.seed_everything", "lightning.pytorch.seed_everything", "pytorch_lightning.seed_everything",
+        "lightning.fabric.seed_everything", "lightning_fabric.seed_everything",
+        "lightning.pytorch.utilities.seed.seed_everything", "pytorch_lightning.utilities.seed.seed_everything",
+        "lightning.fabric.utilities.seed.seed_everything", "lightning_fabric.utilities.seed.seed_everything",
+        "transformers.set_seed", "transformers.trainer_utils.set_seed",
+        "accelerate.utils.set_seed", "accelerate.utils.random.set_seed",
+    }
+)  # fmt: skip
+#: Values that are the same on every rank of a job.
+UNIFORM_NAMES = frozenset({"world_size", "num_processes", "num_replicas", "n_gpu", "num_gpus", "ngpus", "nprocs"})
+UNIFORM_CALLS = frozenset({"torch.distributed.get_world_size", "torch.cuda.device_count"})
+#: Tensor parallelism needs identical inputs and dropout masks within a group.
+TENSOR_PARALLEL = "torch.distributed.tensor.parallel"
+INIT_PROCESS_GROUP = frozenset(
+    {"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"}
+)
+
+
+@dataclass(frozen=True)
+class _Seed:
+    site: Site
+    shown: str
+    order: int
+    #: The parameters of the enclosing function that the seed argument uses.
+    params: frozenset[str]
+    device_specific: bool
+    #: Whether the seed is certainly the same on every rank (literals, seed
+    #: settings, loop counters); anything else is not judged.
+    uniform: bool
+
+
+class RankUnawareSeed(Rule):
+    """
+    ## What it does
+
+    In distributed code, flags a seed call whose seed is the same on every
+    rank: `torch.manual_seed`, `torch.cuda.manual_seed(_all)`,
+    `np.random.seed`, `random.seed`, Lightning's `seed_everything` and the
+    `set_seed` of transformers and accelerate, called with a literal, a
+    config value or `args.seed` (`seed_everything(seed, workers=True)` too:
+    `workers=True` seeds the DataLoader workers, not the ranks). Also flags
+    `init_process_group(...)` in a module that seeds nothing at all.
+
+    Only seeds that are certainly the same everywhere are flagged: literals,
+    seed settings (`seed`, `args.seed`, `config["seed"]`), loop counters, and
+    arithmetic on those; a seed offset by something else
+    (`base_seed + stage_index`) is taken as deliberate. The missing-seed
+    finding is only made for modules that train (call `.backward()` or
+    `optimizer.step()`) and call no seeding helper of their own
+    (`init_seeds(seed + RANK)` imported from a utility module). Modules
+    using tensor parallelism (`torch.distributed.tensor.parallel`) are not
+    checked: the ranks of a tensor-parallel group must draw the same random
+    numbers. Tools that join a process group need no seed.
+
+    Not flagged: a seed derived from the rank (`seed + rank`,
+    `seed + dist.get_rank()`, `args.seed + accelerator.process_index`);
+    accelerate's `set_seed(seed, device_specific=True)`; a seed call in a
+    helper whose seed parameter receives a rank-dependent value at every call
+    site in the module; seed calls under a rank guard; and a constant seed
+    followed later in the same function by a rank-dependent reseed. That
+    last pattern is deliberate: FSDP, tensor and pipeline parallelism need
+    the *same* seed on every rank while the model's parameters are
+    initialised (so the shards match), and a per-rank seed afterwards for
+    dropout and data augmentation.
+
+    ## Why is this bad?
+
+    With the same seed everywhere, every rank draws the same dropout masks
+    and the same random augmentations: N GPUs see N copies of one random
+    stream, and the effective batch is less diverse than its size says.
+    With no seed at all, runs cannot be reproduced.
+
+    ## Example
+
+    ```python
+    dist.init_process_group("nccl")
+    torch.manual_seed(42)
+    ```
+
+    ## Use instead
+
+    ```python
+    dist.init_process_group("nccl")
+    torch.manual_seed(42 + dist.get_rank())
+    ```
+
+    ## References
+
+    - [PyTorch: Reproducibility](https://pytorch.org/docs/stable/notes/randomness.html)
+    - [accelerate.utils.set_seed](https://huggingface.co/docs/accelerate/package_reference/utilities#accelerate.utils.set_seed)
+    """
+
+    code = "DDP008"
+    name = "rank-unaware-seed"
+    severity = Severity.WARNING
+    summary = "Every rank uses the same random seed (or none is set)."
+    requires = frozenset({"rank"})
+    distributed_only = True
+    tokens = ("manual_seed", "manual_seed_all", "seed", "seed_everything", "set_seed", "init_process_group")
+    tags = ("reproducibility", "correctness")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.seeds: list[_Seed] = []
+        self.inits: list[Site] = []
+        self.seeding_helpers = False
+        self.tensor_parallel = False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        module = dotted_name(node.module) if node.module is not None else None
+        if module is not None and module.startswith(TENSOR_PARALLEL):
+            self.tensor_parallel = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        names = ctx.qualified_names(node.func)
+        if names & INIT_PROCESS_GROUP:
+            self.inits.append(ctx.rank.site(node))
+        if not names & SEED_FUNCTIONS:
+            if "seed" in (last_name(node.func) or "").lower():
+                self.seeding_helpers = True  # YOLOv5's init_seeds(opt.seed + RANK), imported from utils
+            return
+        args = [a for a in node.args if a.keyword is None or a.keyword.value in ("seed", "a")]
+        value = args[0].value if args else None
+        deps = ctx.rank.deps(value) if value is not None else frozenset()
+        device_specific = any(
+            a.keyword is not None and a.keyword.value == "device_specific" and not _is_false(a.value)
+            for a in node.args
+        )
+        shown = f"`{ctx.module.code_for_node(node.func)}({ctx.module.code_for_node(value) if value else ''})`"
+        uniform = value is not None and self._uniform(value)
+        self.seeds.append(
+            _Seed(ctx.rank.site(node, deps), shown, len(self.seeds), self._parameters(value), device_specific, uniform)
+        )
+
+    def _uniform(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """Whether a seed value is certainly the same on every rank.
+
+        Literals, names and keys that say "seed" (`seed`, `args.seed`,
+        `config["seed"]`), loop counters, and arithmetic or int()/str() of
+        those. Anything else (`base + stage_index`, `time.time()`) may
+        differ per rank by design and is not judged.
+        """
+        if depth > 8:
+            return False
+        depth += 1
+        if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+            return True
+        if isinstance(node, cst.BinaryOperation):
+            return self._uniform(node.left, depth) and self._uniform(node.right, depth)
+        if isinstance(node, cst.UnaryOperation):
+            return self._uniform(node.expression, depth)
+        if isinstance(node, cst.Attribute):
+            return "seed" in node.attr.value.lower() or node.attr.value in UNIFORM_NAMES
+        if isinstance(node, cst.Subscript):
+            key = node.slice[0].slice if len(node.slice) == 1 else None
+            return isinstance(key, cst.Index) and "seed" in (self.ctx.module.code_for_node(key.value).lower())
+        if isinstance(node, cst.Call):
+            names = self.ctx.qualified_names(node.func)
+            if names & UNIFORM_CALLS:
+                return True
+            return bool(names) and names <= {"builtins.int", "builtins.str"} and all(
+                self._uniform(a.value, depth) for a in node.args
+            )
+        if isinstance(node, cst.Name):
+            if "seed" in node.value.lower() or node.value in UNIFORM_NAMES:
+                return True
+            binding = self.ctx.scopes.lookup(node.value)
+            if binding is None:
+                return False
+            if not binding.values:
+                return None in binding.qualnames  # a loop counter (every rank runs the same loop)
+            return all(isinstance(v, cst.BaseExpression) and self._uniform(v, depth) for v in binding.values)
+        return False
+
+    def _parameters(self, value: cst.BaseExpression | None) -> frozenset[str]:
+        function = self.ctx.enclosing_function()
+        if value is None or function is None:
+            return frozenset()
+        params = {p.name.value for p in (*function.params.params, *function.params.kwonly_params, *function.params.posonly_params)}
+        used = set()
+        todo = [value]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, cst.Name) and node.value in params:
+                used.add(node.value)
+            elif isinstance(node, (cst.BinaryOperation, cst.Attribute, cst.Call, cst.Subscript)):
+                todo.extend(c for c in node.children if isinstance(c, cst.BaseExpression))
+        return frozenset(used)
+
+    def finish(self) -> None:
+        if self.tensor_parallel:
+            return  # ranks of a tensor-parallel group need the same random stream
+        if not self.seeds:
+            if self.seeding_helpers or not _trains(self.ctx.source):
+                return  # a tool or benchmark that joins a group but trains nothing needs no seed
+            for init in self.inits:
+                if self.ctx.rank.runs_on_every_rank(init):
+                    self.report(
+                        init.node,
+                        "the process group is initialised but nothing is seeded: runs are not "
+                        "reproducible; seed each rank with `torch.manual_seed(seed + rank)`",
+                        statement=init.statement,
+                    )
+            return
+        for seed in self.seeds:
+            if not seed.uniform or self._rank_aware(seed) or not self.ctx.rank.runs_on_every_rank(seed.site):
+                continue
+            self.report(
+                seed.site.node,
+                f"{seed.shown} gives every rank the same seed, so all ranks draw the same dropout masks "
+                "and augmentations; use `seed + rank` (e.g. `torch.manual_seed(seed + dist.get_rank())`)",
+                statement=seed.site.statement,
+            )
+
+    def _rank_aware(self, seed: _Seed) -> bool:
+        rank = self.ctx.rank
+        if seed.device_specific or rank.is_rank_dependent(seed.site.deps):
+            return True
+        if any(
+            later.order > seed.order and later.site.function is seed.site.function and rank.is_rank_dependent(later.site.deps)
+            for later in self.seeds
+        ):
+            return True  # a deliberate same-seed initialisation, reseeded per rank afterwards
+        if seed.params and seed.site.function is not None:
+            return self._every_call_passes_rank(seed.site.function, seed.params)
+        return False
+
+    def _every_call_passes_rank(self, function: cst.FunctionDef, params: frozenset[str]) -> bool:
+        """Whether every call of `function` in the module gives one of `params` a rank-dependent value.
+
+        With no call in the module the value is unknown, and nothing is flagged.
+        """
+        rank = self.ctx.rank
+        positions = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+        calls = [r for r in rank.references if function in rank.targets_of(r) and r.arguments]
+        for call in calls:
+            offset = 1 if call.method is not None and positions[:1] in (["self"], ["cls"]) else 0
+            given = {}
+            for index, (keyword, deps) in enumerate(call.arguments):
+                index += offset
+                name = keyword or (positions[index] if index < len(positions) else None)
+                if name is not None:
+                    given[name] = deps
+            if not any(rank.is_rank_dependent(given.get(p, frozenset())) for p in params):
+                return False
+        return True
+
+
+_TRAINING = re.compile(r"\.backward\(|\boptimi[sz]er\.step\(|\.step\(\)")
+
+
+def _trains(source: str) -> bool:
+    """Whether the module takes optimisation steps anywhere."""
+    return _TRAINING.search(source) is not None
+
+
+def _is_false(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"
