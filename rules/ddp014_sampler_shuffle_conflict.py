@@ -4,37 +4,11 @@ from __future__ import annotations
 
 from ddplint.analysis.calls import BoundArguments, bind_arguments
 from ddplint.analysis.classes import class_of_instance, inherits_from
+from ddplint.analysis.data import DATALOADERS, DATAPIPES, ITERABLE_DATASETS, LOADER_POSITIONAL
 from ddplint.analysis.values import int_value, is_none_literal, may_be_not_none, truthiness
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
-
-DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
-
-#: `DataLoader.__init__`'s positional parameters, in order (torch 2.x).
-POSITIONAL = (
-    "dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers",
-    "collate_fn", "pin_memory", "drop_last", "timeout", "worker_init_fn",
-    "multiprocessing_context", "generator",
-)  # fmt: skip
-
-ITERABLE_DATASETS = frozenset(
-    {
-        "torch.utils.data.IterableDataset",
-        "torch.utils.data.dataset.IterableDataset",
-        "torch.utils.data.ChainDataset",
-        "torch.utils.data.dataset.ChainDataset",
-    }
-)
-#: IterableDataset subclasses that accept `shuffle=` (DataLoader applies it).
-DATAPIPES = frozenset(
-    {
-        "torch.utils.data.IterDataPipe",
-        "torch.utils.data.datapipes.datapipe.IterDataPipe",
-        "torch.utils.data.graph.IterDataPipe",
-    }
-)
-
 
 class SamplerShuffleConflict(Rule):
     """
@@ -98,7 +72,7 @@ class SamplerShuffleConflict(Rule):
         names = self.ctx.qualified_names(node.func)
         if not names or not names <= DATALOADERS:
             return
-        args = bind_arguments(node, POSITIONAL)
+        args = bind_arguments(node, LOADER_POSITIONAL)
         dataset = args.value("dataset")
         dataset_class = class_of_instance(dataset, self.ctx) if dataset is not None else None
         if dataset_class is not None and inherits_from(dataset_class, ITERABLE_DATASETS | DATAPIPES, self.ctx):

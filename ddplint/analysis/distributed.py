@@ -41,7 +41,7 @@ _EXECUTION_EVIDENCE = re.compile(
     r"get_node_local_rank|LOCAL_RANK|RANK|SLURM_PROCID|local_rank|global_rank|process_index|"
     r"local_process_index|is_main_process|is_local_main_process|is_global_zero|is_world_process_zero|"
     r"is_local_process_zero|rank_zero_only|Accelerator|PartialState|DistributedDataParallel|"
-    r"FullyShardedDataParallel|fully_shard|Trainer|Fabric|LightningModule|barrier|all_reduce)\b"
+    r"FullyShardedDataParallel|fully_shard|Trainer|Fabric|LightningModule|LightningDataModule|barrier|all_reduce)\b"
 )
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Union
 
 import libcst as cst
 
+from ddplint.analysis.data import DataAnalysis
 from ddplint.analysis.distributed import DistributedContext, runs_per_rank
 from ddplint.analysis.loops import TrainingLoops
 from ddplint.analysis.rank import RankAnalysis
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 Message = Union[str, Callable[[Callable[[cst.CSTNode], Span]], str]]
 
 #: The optional analyses a rule can ask for with ``requires``.
-OPTIONAL_ANALYSES = {"rank": RankAnalysis, "loops": TrainingLoops}
+OPTIONAL_ANALYSES = {"rank": RankAnalysis, "loops": TrainingLoops, "data": DataAnalysis}
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,11 @@ class FileContext:
     def rank(self) -> RankAnalysis:
         """The rank analysis (only for rules with ``requires = {"rank"}``)."""
         return self._optional["rank"]  # type: ignore[return-value]
+
+    @property
+    def data(self) -> DataAnalysis:
+        """The data-pipeline analysis (only for rules with ``requires = {"data"}``)."""
+        return self._optional["data"]  # type: ignore[return-value]
 
     @property
     def loops(self) -> TrainingLoops:

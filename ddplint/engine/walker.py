@@ -21,35 +21,9 @@ from typing import Any, Callable, Iterable
 
 import libcst as cst
 
+from ddplint.analysis.tree import _child_fields, child_fields
+
 Callback = Callable[[cst.CSTNode], None]
-
-#: Child fields that hold only whitespace, comments or punctuation.
-_SKIPPED_FIELDS = frozenset(
-    {
-        "asynchronous", "colon", "comma", "comment", "default_indent", "default_newline",
-        "dot", "empty_lines", "encoding", "equal", "first_colon", "first_line", "footer",
-        "has_trailing_newline", "header", "indent", "last_line", "lbrace", "lbracket",
-        "leading_lines", "leading_whitespace", "lines_after_decorators", "lpar", "newline",
-        "operator", "posonly_ind", "rbrace", "rbracket", "relative", "rpar", "second_colon",
-        "semicolon", "separator", "star", "trailing_comma", "trailing_whitespace",
-    }
-)  # fmt: skip
-
-_child_fields: dict[type, tuple[str, ...]] = {}
-
-
-def child_fields(cls: type) -> tuple[str, ...]:
-    """The fields of a node class that can hold nodes worth visiting."""
-    fields = _child_fields.get(cls)
-    if fields is None:
-        fields = tuple(
-            f.name
-            for f in dataclasses.fields(cls)
-            if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
-        )
-        _child_fields[cls] = fields
-    return fields
-
 
 _hooks_by_class: dict[type, list[tuple[str, type, str]]] = {}
 

@@ -1,0 +1,263 @@
+"""The data pipeline: Dataset classes, DataLoader calls and their arguments.
+
+Shared by the DataLoader rules (DDP002, DDP003, DDP009, DDP014) and the
+Dataset rules (DDP004, DDP005, DDP015). Everything here answers questions
+about nodes the caller already holds; nothing walks the module again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterator
+
+from ddplint.analysis.calls import bind_arguments
+from ddplint.analysis.classes import inherits_from
+from ddplint.analysis.names import last_name
+from ddplint.analysis.tree import descendants
+from ddplint.lazy import cst
+
+if TYPE_CHECKING:
+    from ddplint.engine.context import FileContext
+
+DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+
+#: `DataLoader.__init__`'s positional parameters, in order (torch 2.x).
+LOADER_POSITIONAL = (
+    "dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers",
+    "collate_fn", "pin_memory", "drop_last", "timeout", "worker_init_fn",
+    "multiprocessing_context", "generator",
+)  # fmt: skip
+
+MAP_DATASETS = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
+ITERABLE_DATASETS = frozenset(
+    {
+        "torch.utils.data.IterableDataset",
+        "torch.utils.data.dataset.IterableDataset",
+        "torch.utils.data.ChainDataset",
+        "torch.utils.data.dataset.ChainDataset",
+    }
+)
+#: IterableDataset subclasses that accept `shuffle=` (DataLoader applies it).
+DATAPIPES = frozenset(
+    {
+        "torch.utils.data.IterDataPipe",
+        "torch.utils.data.datapipes.datapipe.IterDataPipe",
+        "torch.utils.data.graph.IterDataPipe",
+    }
+)
+DISTRIBUTED_SAMPLERS = frozenset(
+    {"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"}
+)
+BATCH_SAMPLERS = frozenset({"torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler"})
+
+
+@dataclass(frozen=True)
+class LoaderArguments:
+    """A DataLoader call's arguments: explicit ones, and those of a literal
+    ``**kwargs`` dict built in the module. `unknown` is true when some
+    ``*args``/``**kwargs`` could not be resolved, so a missing argument may
+    still be passed."""
+
+    explicit: dict[str, cst.Arg] = field(default_factory=dict)
+    from_dict: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    unknown: bool = False
+
+    def value(self, name: str) -> cst.BaseExpression | None:
+        """The expression passed for `name`, wherever it was written."""
+        arg = self.explicit.get(name)
+        return arg.value if arg is not None else self.from_dict.get(name)
+
+    def passes(self, name: str) -> bool:
+        """Whether `name` is, or may be, passed."""
+        return name in self.explicit or name in self.from_dict or self.unknown
+
+
+def is_dataloader(call: cst.Call, ctx: FileContext) -> bool:
+    """A call of `torch.utils.data.DataLoader` through any alias."""
+    names = ctx.qualified_names(call.func)
+    return bool(names) and names <= DATALOADERS
+
+
+def loader_arguments(call: cst.Call, ctx: FileContext) -> LoaderArguments:
+    """Bind a DataLoader call's arguments, resolving literal ``**kwargs`` dicts."""
+    bound = bind_arguments(call, LOADER_POSITIONAL)
+    from_dict: dict[str, cst.BaseExpression] = {}
+    unknown = False
+    for arg in call.args:
+        if arg.star == "**":
+            resolved = literal_dict(arg.value, ctx)
+            if resolved is None:
+                unknown = True
+            else:
+                from_dict.update(resolved)
+        elif arg.star == "*":
+            unknown = True
+    return LoaderArguments(bound.explicit, from_dict, unknown)
+
+
+def literal_dict(node: cst.BaseExpression, ctx: FileContext) -> dict[str, cst.BaseExpression] | None:
+    """The keys and values of a dict display or ``dict(k=v)`` call (also via one Name)."""
+    if isinstance(node, cst.Name):
+        values = ctx.values_of(node)
+        return literal_dict(values[0], ctx) if len(values) == 1 and isinstance(values[0], cst.BaseExpression) else None
+    if isinstance(node, cst.Dict):
+        result = {}
+        for element in node.elements:
+            if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+                return None
+            result[element.key.evaluated_value] = element.value
+        return result
+    if isinstance(node, cst.Call) and ctx.qualified_names(node.func) == {"builtins.dict"}:
+        if any(a.keyword is None for a in node.args):
+            return None
+        return {a.keyword.value: a.value for a in node.args}
+    return None
+
+
+def dataset_kind(classdef: cst.ClassDef, ctx: FileContext) -> str | None:
+    """"iterable" or "map" for Dataset classes (through aliases and module
+    classes), None for other classes."""
+    if inherits_from(classdef, ITERABLE_DATASETS | DATAPIPES, ctx):
+        return "iterable"
+    if inherits_from(classdef, MAP_DATASETS, ctx):
+        return "map"
+    return None
+
+
+def enclosing_class(ctx: FileContext) -> cst.ClassDef | None:
+    """The class whose method is being visited (None outside methods)."""
+    stack = ctx.stack
+    for index in range(len(stack) - 1, 1, -1):
+        if isinstance(stack[index], cst.FunctionDef):
+            parent = stack[index - 2] if isinstance(stack[index - 1], cst.IndentedBlock) else None
+            return parent if isinstance(parent, cst.ClassDef) else None
+    return None
+
+
+def methods(classdef: cst.ClassDef) -> dict[str, cst.FunctionDef]:
+    """The methods defined directly in a class body."""
+    return {
+        statement.name.value: statement
+        for statement in classdef.body.body
+        if isinstance(statement, cst.FunctionDef)
+    }
+
+
+def called_methods(function: cst.FunctionDef) -> set[str]:
+    """Names of ``self.<method>(...)`` calls in a function."""
+    return {
+        node.func.attr.value
+        for node in descendants(function.body)
+        if isinstance(node, cst.Call) and _self_attribute(node.func) is not None
+    }
+
+
+def reachable_methods(classdef: cst.ClassDef, *entries: str) -> list[cst.FunctionDef]:
+    """The entry methods and every method they call through ``self.``, transitively."""
+    table = methods(classdef)
+    found: list[cst.FunctionDef] = []
+    todo = [name for name in entries if name in table]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in table:
+            continue
+        seen.add(name)
+        found.append(table[name])
+        todo.extend(called_methods(table[name]))
+    return found
+
+
+def self_assignments(function: cst.FunctionDef) -> Iterator[tuple[str, cst.BaseExpression, cst.CSTNode]]:
+    """(attribute, value, statement) for each ``self.attr = value`` in a function."""
+    for node in descendants(function.body, into_functions=False):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                name = _self_attribute(target.target)
+                if name is not None:
+                    yield name, node.value, node
+        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+            name = _self_attribute(node.target)
+            if name is not None:
+                yield name, node.value, node
+
+
+def local_values(function: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
+    """Values assigned to plain local names in a function (syntactically)."""
+    values: dict[str, list[cst.BaseExpression]] = {}
+    for node in descendants(function.body, into_functions=False):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    values.setdefault(target.target.value, []).append(node.value)
+        elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)) and isinstance(node.target, cst.Name):
+            if node.value is not None:
+                values.setdefault(node.target.value, []).append(node.value)
+    return values
+
+
+def attribute_uses(function: cst.FunctionDef) -> tuple[set[str], set[str]]:
+    """(indexed, read): ``self.x[...]`` subscripts, and every ``self.x`` read."""
+    indexed: set[str] = set()
+    read: set[str] = set()
+    for node in descendants(function.body):
+        if isinstance(node, cst.Subscript):
+            name = _self_attribute(node.value)
+            if name is not None:
+                indexed.add(name)
+        name = _self_attribute(node)
+        if name is not None:
+            read.add(name)
+    return indexed, read
+
+
+def _self_attribute(node: cst.CSTNode) -> str | None:
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return node.attr.value
+    return None
+
+
+def is_distributed_sampler(call: cst.CSTNode, ctx: FileContext) -> bool:
+    """A `DistributedSampler(...)` (or any `*ElasticDistributedSampler`) call."""
+    if not isinstance(call, cst.Call):
+        return False
+    if ctx.qualified_names(call.func) & DISTRIBUTED_SAMPLERS:
+        return True
+    return (last_name(call.func) or "").endswith("ElasticDistributedSampler")
+
+
+class DataAnalysis:
+    """Walker analysis: which classes the module's DataLoaders load.
+
+    A class with `__getitem__` and `__len__` but no Dataset base is still a
+    map-style dataset when a DataLoader is given one of its instances.
+    """
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self._loaded: set[int] = set()
+        self._kinds: dict[int, str | None] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if is_dataloader(node, self.ctx):
+            from ddplint.analysis.classes import class_of_instance
+
+            dataset = loader_arguments(node, self.ctx).value("dataset")
+            classdef = class_of_instance(dataset, self.ctx) if dataset is not None else None
+            if classdef is not None:
+                self._loaded.add(id(classdef))
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._kinds[id(node)] = dataset_kind(node, self.ctx)
+
+    def kind(self, classdef: cst.ClassDef) -> str | None:
+        """"map"/"iterable" for Dataset classes, including classes with
+        `__getitem__` and `__len__` that a DataLoader loads; final after the walk."""
+        kind = self._kinds.get(id(classdef))
+        if kind is None and id(classdef) in self._loaded:
+            table = methods(classdef)
+            if "__getitem__" in table and "__len__" in table:
+                return "map"
+            if "__iter__" in table:
+                return "iterable"
+        return kind

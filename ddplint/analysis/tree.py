@@ -1,0 +1,65 @@
+"""Reading subtrees outside the engine's walk (a class's methods, a loop's body).
+
+Rules that must look at a whole construct at once (a Dataset class and its
+`__getitem__`) use `descendants`; it reads the same child fields as the
+engine's walker, skipping whitespace and punctuation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterator
+
+from ddplint.lazy import cst
+
+#: Child fields that hold only whitespace, comments or punctuation.
+_SKIPPED_FIELDS = frozenset(
+    {
+        "asynchronous", "colon", "comma", "comment", "default_indent", "default_newline",
+        "dot", "empty_lines", "encoding", "equal", "first_colon", "first_line", "footer",
+        "has_trailing_newline", "header", "indent", "last_line", "lbrace", "lbracket",
+        "leading_lines", "leading_whitespace", "lines_after_decorators", "lpar", "newline",
+        "operator", "posonly_ind", "rbrace", "rbracket", "relative", "rpar", "second_colon",
+        "semicolon", "separator", "star", "trailing_comma", "trailing_whitespace",
+    }
+)  # fmt: skip
+
+_child_fields: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that can hold nodes worth visiting."""
+    fields = _child_fields.get(cls)
+    if fields is None:
+        fields = tuple(
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
+        )
+        _child_fields[cls] = fields
+    return fields
+
+
+def descendants(node: cst.CSTNode, into_functions: bool = True) -> Iterator[cst.CSTNode]:
+    """Every node below `node`, depth first in source order; with
+    `into_functions=False`, nested functions, lambdas and classes are not entered."""
+    stack = [iter(_children(node))]
+    while stack:
+        child = next(stack[-1], None)
+        if child is None:
+            stack.pop()
+            continue
+        yield child
+        if into_functions or not isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            stack.append(iter(_children(child)))
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    children = []
+    for name in child_fields(node.__class__):
+        value = getattr(node, name)
+        if value.__class__ is tuple or value.__class__ is list:
+            children.extend(value)
+        elif isinstance(value, cst.CSTNode):
+            children.append(value)
+    return children

@@ -1,0 +1,342 @@
+"""DDP002 missing-set-epoch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ddplint.analysis.calls import bind_arguments
+from ddplint.analysis.data import BATCH_SAMPLERS, is_dataloader, is_distributed_sampler, loader_arguments
+from ddplint.analysis.names import last_name
+from ddplint.analysis.tree import descendants
+from ddplint.analysis.values import truthiness
+from ddplint.lazy import cst
+from ddplint.model import Severity
+from ddplint.rule import Rule
+
+#: `DistributedSampler.__init__`'s positional parameters.
+SAMPLER_POSITIONAL = ("dataset", "num_replicas", "rank", "shuffle", "seed", "drop_last")
+#: Callables that iterate the loader they are given (`enumerate(loader)`).
+ITERATING = frozenset({"builtins.iter", "builtins.enumerate", "builtins.zip", "itertools.islice", "itertools.cycle"})
+
+
+@dataclass(frozen=True, eq=False)
+class _Iteration:
+    """Somewhere a loader (or a parameter) is iterated."""
+
+    keys: frozenset
+    params: frozenset[str]
+    loops: tuple[cst.For, ...]
+    function: cst.FunctionDef | None
+
+
+@dataclass(frozen=True, eq=False)
+class _HelperCall:
+    """A call of a module function, with what each argument refers to."""
+
+    targets: tuple[cst.FunctionDef, ...]
+    arguments: tuple[tuple[str | None, frozenset, frozenset[str]], ...]
+    loops: tuple[cst.For, ...]
+    function: cst.FunctionDef | None
+
+
+@dataclass(frozen=True, eq=False)
+class _SetEpoch:
+    keys: frozenset
+    params: frozenset[str]
+    mentions: frozenset[str]
+    loops: tuple[cst.For, ...]
+    function: cst.FunctionDef | None
+
+
+@dataclass
+class _Facts:
+    samplers: dict[int, cst.Call] = field(default_factory=dict)
+    loaders: dict[int, tuple[cst.Call, cst.Call]] = field(default_factory=dict)
+    builders: dict[cst.FunctionDef, set] = field(default_factory=dict)
+    iterations: list[_Iteration] = field(default_factory=list)
+    calls: list[_HelperCall] = field(default_factory=list)
+    set_epochs: list[_SetEpoch] = field(default_factory=list)
+    prepared: set = field(default_factory=set)
+
+
+class MissingSetEpoch(Rule):
+    """
+    ## What it does
+
+    Flags an epoch loop that iterates a DataLoader whose sampler is a
+    shuffling `DistributedSampler` (any alias; `ElasticDistributedSampler`
+    too) but never calls `set_epoch(<the loop variable>)` on it: not on the
+    sampler, not as `loader.sampler.set_epoch(epoch)`,
+    `loader.batch_sampler.sampler.set_epoch(epoch)` or `loader.set_epoch`,
+    and not in a helper of the module that receives the loader or sampler
+    together with the epoch. A constant argument (`set_epoch(0)`) counts as
+    missing. The loader may be built in a builder function of the module,
+    and iterated directly (`for b in loader`, `enumerate`, `tqdm`, `zip`,
+    `iter`) or in a helper called from the epoch loop (`train_one_epoch(...)`).
+
+    Not flagged: `DistributedSampler(..., shuffle=False)`; other samplers;
+    a loader iterated once with no loop around it; loaders handed to
+    `accelerator.prepare(...)`, which sets the epoch itself.
+
+    ## Why is this bad?
+
+    `DistributedSampler` shuffles with a seed derived from its epoch, which
+    only `set_epoch` changes. Without it every epoch visits the samples in
+    the same order (and every rank the same shard of it), so the model
+    trains on an identical sequence each epoch: no error, just worse
+    convergence.
+
+    ## Example
+
+    ```python
+    sampler = DistributedSampler(train_set)
+    loader = DataLoader(train_set, batch_size=32, sampler=sampler)
+    for epoch in range(epochs):
+        for batch in loader:
+            train_step(batch)
+    ```
+
+    ## Use instead
+
+    ```python
+    sampler = DistributedSampler(train_set)
+    loader = DataLoader(train_set, batch_size=32, sampler=sampler)
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        for batch in loader:
+            train_step(batch)
+    ```
+
+    ## References
+
+    - [DistributedSampler: call set_epoch at the start of each epoch](https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler)
+    """
+
+    code = "DDP002"
+    name = "missing-set-epoch"
+    severity = Severity.WARNING
+    summary = "A DistributedSampler's epoch is never set: every epoch has the same order."
+    tokens = ("DistributedSampler", "ElasticDistributedSampler")
+    tags = ("correctness", "data-loading")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.facts = _Facts()
+
+    # ------------------------------------------------------------ collection
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx, facts = self.ctx, self.facts
+        if is_distributed_sampler(node, ctx):
+            shuffle = bind_arguments(node, SAMPLER_POSITIONAL).value("shuffle")
+            if shuffle is None or truthiness(shuffle, ctx) is not False:
+                facts.samplers[id(node)] = node
+        elif is_dataloader(node, ctx):
+            sampler = self._loader_sampler(node)
+            if sampler is not None:
+                facts.loaders[id(node)] = (node, sampler)
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "set_epoch":
+            keys, params = self._receiver(node.func.value)
+            mentions = frozenset(n for a in node.args for n in _names_in(a.value))
+            facts.set_epochs.append(_SetEpoch(keys, params, mentions, self._loops(), ctx.enclosing_function()))
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "prepare":
+            for arg in node.args:
+                facts.prepared |= self._keys(arg.value)
+        self._maybe_iteration_call(node)
+        self._maybe_helper_call(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        for expr in _iterated(node.iter, self.ctx):
+            self._record_iteration(expr, self._loops())
+
+    def visit_Return(self, node: cst.Return) -> None:
+        function = self.ctx.enclosing_function()
+        if function is not None and node.value is not None:
+            self.facts.builders.setdefault(function, set()).update(self._keys(node.value))
+
+    def _maybe_iteration_call(self, node: cst.Call) -> None:
+        if self.ctx.qualified_names(node.func) & {"builtins.iter"} and node.args:
+            self._record_iteration(node.args[0].value, self._loops())
+
+    def _record_iteration(self, expr: cst.BaseExpression, loops: tuple) -> None:
+        keys, params = self._keys(expr), self._params_in(expr)
+        if keys or params:
+            self.facts.iterations.append(_Iteration(frozenset(keys), params, loops, self.ctx.enclosing_function()))
+
+    def _maybe_helper_call(self, node: cst.Call) -> None:
+        if not isinstance(node.func, cst.Name):
+            return
+        targets = tuple(v for v in self.ctx.values_of(node.func) if isinstance(v, cst.FunctionDef))
+        if not targets:
+            return
+        arguments = tuple(
+            (a.keyword.value if a.keyword else None, frozenset(self._keys(a.value)) | self._sampler_keys(a.value),
+             _names_in(a.value))
+            for a in node.args if not a.star
+        )  # fmt: skip
+        self.facts.calls.append(_HelperCall(targets, arguments, self._loops(), self.ctx.enclosing_function()))
+
+    def _loader_sampler(self, node: cst.Call) -> cst.Call | None:
+        args = loader_arguments(node, self.ctx)
+        candidates = [args.value("sampler")]
+        batch_sampler = args.value("batch_sampler")
+        if isinstance(batch_sampler, cst.Name):
+            batch_sampler = next((v for v in self.ctx.values_of(batch_sampler) if isinstance(v, cst.Call)), None)
+        if isinstance(batch_sampler, cst.Call) and self.ctx.qualified_names(batch_sampler.func) & BATCH_SAMPLERS:
+            inner = bind_arguments(batch_sampler, ("sampler", "batch_size", "drop_last")).value("sampler")
+            candidates.append(inner)
+        for candidate in candidates:
+            for key in self._sampler_keys(candidate):
+                return key[1]
+        return None
+
+    def _sampler_keys(self, expr: cst.BaseExpression | None) -> frozenset:
+        """("sampler", call) for the DistributedSampler calls `expr` may be."""
+        if expr is None:
+            return frozenset()
+        values = (expr,) if isinstance(expr, cst.Call) else self.ctx.values_of(expr)
+        return frozenset(("sampler", v) for v in values if isinstance(v, cst.Call) and is_distributed_sampler(v, self.ctx))
+
+    def _keys(self, expr: cst.BaseExpression) -> set:
+        """What loaders `expr` may be: ("loader", DataLoader call) or ("builder", function)."""
+        keys: set = set()
+        values = (expr,) if isinstance(expr, cst.Call) else self.ctx.values_of(expr)
+        for value in values:
+            if not isinstance(value, cst.Call):
+                continue
+            if is_dataloader(value, self.ctx):
+                keys.add(("loader", value))
+            elif isinstance(value.func, cst.Name):
+                keys.update(("builder", f) for f in self.ctx.values_of(value.func) if isinstance(f, cst.FunctionDef))
+        return keys
+
+    def _receiver(self, receiver: cst.BaseExpression) -> tuple[frozenset, frozenset[str]]:
+        """What a `set_epoch` receiver is: the sampler itself, or a loader's sampler."""
+        base = receiver
+        while isinstance(base, cst.Attribute) and base.attr.value in ("sampler", "batch_sampler"):
+            base = base.value
+        keys = set(self._keys(base)) | set(self._sampler_keys(base))
+        return frozenset(keys), self._params_in(base)
+
+    def _params_in(self, expr: cst.BaseExpression) -> frozenset[str]:
+        function = self.ctx.enclosing_function()
+        if function is None or not isinstance(expr, cst.Name):
+            return frozenset()
+        params = {p.name.value for p in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)}
+        return frozenset({expr.value} & params)
+
+    def _loops(self) -> tuple[cst.For, ...]:
+        """The `for` loops whose body holds the node being visited, innermost first."""
+        loops = []
+        stack = self.ctx.stack
+        for node, child in zip(reversed(stack[:-1]), reversed(stack[1:])):
+            if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+                break
+            if isinstance(node, cst.For) and child is node.body:
+                loops.append(node)
+        return tuple(loops)
+
+    # ------------------------------------------------------------ decision
+
+    def finish(self) -> None:
+        facts = self.facts
+        flagged: set[int] = set()
+        for loader, sampler in facts.loaders.values():
+            if id(sampler) not in facts.samplers or ("loader", loader) in facts.prepared:
+                continue
+            keys = self._aliases(loader)
+            for loops, function in self._iterations_of(keys):
+                if loops and id(loops[0]) not in flagged and not self._sets_epoch(loops, function, keys, sampler):
+                    flagged.add(id(loops[0]))
+                    self._report(loops[0], sampler)
+
+    def _aliases(self, loader: cst.Call) -> frozenset:
+        """The keys that denote this loader: itself and the builders returning it."""
+        keys = {("loader", loader)}
+        changed = True
+        while changed:
+            changed = False
+            for function, returned in self.facts.builders.items():
+                if returned & keys and ("builder", function) not in keys:
+                    keys.add(("builder", function))
+                    changed = True
+        return frozenset(keys)
+
+    def _iterations_of(self, keys: frozenset) -> list[tuple[tuple, cst.FunctionDef | None]]:
+        """(loops around the iteration, function) for each place the loader is iterated."""
+        found = [(it.loops, it.function) for it in self.facts.iterations if it.keys & keys]
+        for call in self.facts.calls:
+            for target in call.targets:
+                params = _parameters(target)
+                for index, (keyword, arg_keys, _) in enumerate(call.arguments):
+                    name = keyword or (params[index] if index < len(params) else None)
+                    if name is not None and arg_keys & keys and any(
+                        name in it.params and it.function is target for it in self.facts.iterations
+                    ):
+                        found.append((call.loops, call.function))
+        return found
+
+    def _sets_epoch(self, loops: tuple, function, keys: frozenset, sampler: cst.Call) -> bool:
+        """Whether some loop around the iteration calls set_epoch(<its variable>) on it."""
+        targets = frozenset(n for loop in loops for n in _names_in(loop.target))
+        refers = keys | {("sampler", sampler)}
+        for record in self.facts.set_epochs:
+            if record.function is function and record.keys & refers and record.mentions & targets:
+                if any(loop in record.loops for loop in loops):
+                    return True
+        for call in self.facts.calls:
+            if call.function is not function or not any(loop in call.loops for loop in loops):
+                continue
+            if self._helper_sets_epoch(call, refers, targets):
+                return True
+        return False
+
+    def _helper_sets_epoch(self, call: _HelperCall, refers: frozenset, targets: frozenset[str]) -> bool:
+        for target in call.targets:
+            params = _parameters(target)
+            given: dict[str, tuple[frozenset, frozenset[str]]] = {}
+            for index, (keyword, arg_keys, names) in enumerate(call.arguments):
+                name = keyword or (params[index] if index < len(params) else None)
+                if name is not None:
+                    given[name] = (arg_keys, names)
+            for record in self.facts.set_epochs:
+                if record.function is not target:
+                    continue
+                receiver_ok = any(given.get(p, (frozenset(), frozenset()))[0] & refers for p in record.params)
+                epoch_ok = any(given.get(p, (frozenset(), frozenset()))[1] & targets for p in record.mentions)
+                if receiver_ok and epoch_ok:
+                    return True
+        return False
+
+    def _report(self, loop: cst.For, sampler: cst.Call) -> None:
+        variable = self.ctx.module.code_for_node(loop.target)
+        self.report(
+            loop,
+            f"this loop iterates a DataLoader with a shuffling DistributedSampler but never calls "
+            f"`set_epoch({variable})` on it, so every epoch uses the same order; call "
+            f"`sampler.set_epoch({variable})` at the start of each epoch",
+            related=((sampler, "the DistributedSampler"),),
+            statement=loop,
+        )
+
+
+def _parameters(function: cst.FunctionDef) -> list[str]:
+    return [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+
+
+def _names_in(node: cst.CSTNode) -> frozenset[str]:
+    names = {n.value for n in descendants(node) if isinstance(n, cst.Name)}
+    if isinstance(node, cst.Name):
+        names.add(node.value)
+    return frozenset(names)
+
+
+def _iterated(expr: cst.BaseExpression, ctx) -> list[cst.BaseExpression]:
+    """The expressions a `for` iterates: `loader` in `enumerate(tqdm(loader))`, `zip(a, b)`."""
+    if isinstance(expr, cst.Call):
+        names = ctx.qualified_names(expr.func)
+        wrapper = names & ITERATING or (last_name(expr.func) or "") in ("tqdm", "trange", "track", "islice")
+        if wrapper:
+            return [e for a in expr.args if a.keyword is None for e in _iterated(a.value, ctx)]
+        return []
+    return [expr]

@@ -1,0 +1,162 @@
+"""DDP005 dataset-holds-python-objects."""
+
+from __future__ import annotations
+
+from ddplint.analysis.data import attribute_uses, local_values, methods, reachable_methods, self_assignments
+from ddplint.analysis.names import last_name
+from ddplint.lazy import cst
+from ddplint.model import Severity
+from ddplint.rule import Rule
+
+#: Calls that build a (large) Python list or dict of objects.
+PYTHON_CONTAINER_CALLS = frozenset(
+    {
+        "json.load", "json.loads", "pickle.load", "pickle.loads", "yaml.safe_load", "yaml.load",
+        "yaml.full_load", "yaml.unsafe_load", "glob.glob", "os.listdir", "builtins.open", "csv.reader",
+        "csv.DictReader",
+    }
+)  # fmt: skip
+#: Methods whose result is a Python list or dict.
+PYTHON_CONTAINER_METHODS = frozenset({"readlines", "tolist", "to_dict", "to_list", "splitlines"})
+#: Wrappers that keep a Python container a Python container.
+PASS_THROUGH = frozenset({"builtins.sorted", "builtins.list", "builtins.tuple", "builtins.dict", "builtins.set"})
+
+
+class DatasetHoldsPythonObjects(Rule):
+    """
+    ## What it does
+
+    Flags the `self.attr = ...` assignment in a Dataset's `__init__` that
+    stores a Python list or dict of many objects — from `json.load`,
+    `pickle.load`, `yaml.safe_load`, `f.readlines()`, `.read().splitlines()`,
+    `list(open(...))`, `list(csv.reader(...))`, a comprehension, `.tolist()`,
+    pandas' `.to_dict()`/`.to_list()`, or `glob.glob`/`os.listdir` (lists of
+    paths) — when `__getitem__`, or a method it calls, indexes it
+    (`self.attr[idx]`). Local variables assigned in `__init__` are followed.
+
+    Not flagged: NumPy arrays (`np.array(...)`, `np.load`, `np.memmap`),
+    tensors, Hugging Face `datasets` objects, small literal tables,
+    name-to-index maps (`{c: i for i, c in enumerate(classes)}`), and
+    attributes that `__getitem__` never indexes (read only in `__len__`).
+
+    ## Why is this bad?
+
+    DataLoader workers are forked from the main process and share its
+    memory copy-on-write. Every Python object carries a reference count, and
+    merely reading `self.samples[idx]` in a worker writes that count, so the
+    page holding the object is copied into the worker. Over an epoch each
+    worker copies the whole list: resident memory grows by the dataset's
+    size times `num_workers` (times the ranks on the node) until the host
+    runs out of memory (pytorch/pytorch#13246). The objects themselves are
+    not leaking; the pages are being copied.
+
+    ## Example
+
+    ```python
+    class Captions(Dataset):
+        def __init__(self, path):
+            with open(path) as f:
+                self.samples = json.load(f)  # a list of dicts
+
+        def __getitem__(self, idx):
+            return self.samples[idx]["caption"]
+    ```
+
+    ## Use instead
+
+    ```python
+    class Captions(Dataset):
+        def __init__(self, path):
+            with open(path) as f:
+                samples = json.load(f)
+            # Fixed-width NumPy arrays (or tensors, Arrow, a memory map):
+            # one object, no per-item reference counts.
+            self.captions = np.array([s["caption"] for s in samples], dtype=np.bytes_)
+
+        def __getitem__(self, idx):
+            return self.captions[idx].decode()
+    ```
+
+    ## References
+
+    - [pytorch/pytorch#13246: DataLoader memory keeps growing with Python objects](https://github.com/pytorch/pytorch/issues/13246)
+    - [torch.utils.data: multi-process data loading](https://pytorch.org/docs/stable/data.html#multi-process-data-loading)
+    """
+
+    code = "DDP005"
+    name = "dataset-holds-python-objects"
+    severity = Severity.WARNING
+    summary = "A Dataset indexes a Python list/dict of objects: worker memory grows (copy-on-read)."
+    tokens = ("__getitem__",)
+    requires = frozenset({"data"})
+    tags = ("memory", "data-loading")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.found: list[tuple[cst.ClassDef, str, cst.CSTNode]] = []
+
+    def finish(self) -> None:
+        for classdef, attr, statement in self.found:
+            if self.ctx.data.kind(classdef) == "map":
+                self.report(
+                    statement,
+                    f"`self.{attr}` holds a Python container of objects that `__getitem__` indexes: each "
+                    "forked DataLoader worker touches their reference counts and copies the pages, so "
+                    "memory grows with num_workers × dataset size; store NumPy arrays of a fixed-width "
+                    "dtype, tensors, or a memory-mapped/Arrow table instead",
+                    statement=statement,
+                )
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        init = methods(node).get("__init__")
+        if init is None:
+            return
+        indexed: set[str] = set()
+        for method in reachable_methods(node, "__getitem__"):
+            indexed |= attribute_uses(method)[0]
+        locals_ = local_values(init)
+        for attr, value, statement in self_assignments(init):
+            if attr in indexed and self._python_container(value, locals_, 0):
+                self.found.append((node, attr, statement))
+
+    def _python_container(self, value: cst.BaseExpression, locals_: dict, depth: int) -> bool:
+        if depth > 6:
+            return False
+        if isinstance(value, cst.DictComp) and _index_table(value):
+            return False  # {name: i for i, name in enumerate(classes)}: a vocabulary-sized lookup table
+        if isinstance(value, (cst.ListComp, cst.DictComp, cst.SetComp)):
+            return True
+        if isinstance(value, cst.Name):
+            return any(self._python_container(v, locals_, depth + 1) for v in locals_.get(value.value, ()))
+        if not isinstance(value, cst.Call):
+            return False
+        names = self.ctx.qualified_names(value.func)
+        if names & PASS_THROUGH:
+            return bool(value.args) and (
+                self._python_container(value.args[0].value, locals_, depth + 1)
+                or self._file_like(value.args[0].value, locals_)
+            )
+        if names & (PYTHON_CONTAINER_CALLS - {"builtins.open", "csv.reader", "csv.DictReader"}):
+            return True
+        return isinstance(value.func, cst.Attribute) and last_name(value.func) in PYTHON_CONTAINER_METHODS
+
+    def _file_like(self, value: cst.BaseExpression, locals_: dict) -> bool:
+        """`open(...)`, `csv.reader(f)`, or a local bound to one: iterating gives Python rows."""
+        if isinstance(value, cst.Name):
+            return any(self._file_like(v, {}) for v in locals_.get(value.value, ()))
+        return isinstance(value, cst.Call) and bool(
+            self.ctx.qualified_names(value.func) & {"builtins.open", "csv.reader", "csv.DictReader"}
+        )
+
+
+def _index_table(comp: cst.DictComp) -> bool:
+    """`{key: i for i, key in enumerate(keys)}` (and the inverse): name-to-index maps."""
+    target = comp.for_in.target
+    if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
+        return False
+    if not isinstance(comp.for_in.iter, cst.Call) or last_name(comp.for_in.iter.func) != "enumerate":
+        return False
+    index = target.elements[0].value
+    return isinstance(index, cst.Name) and any(
+        isinstance(side, cst.Name) and side.value == index.value for side in (comp.key, comp.value)
+    )
