@@ -151,7 +151,7 @@ class CollectiveInRankBranch(Rule):
         if wrapper_of(node, ctx) == "DDP":
             self.wraps_ddp = True
         func = node.func
-        shown = collective_name(node, ctx) or wrapped_model_collective(node, ctx, self._wrapped())
+        shown = collective_name(node, ctx) or wrapped_model_collective(node, ctx, self._wrapped)
         extra: dict = {}
         if shown is None:
             if isinstance(func, cst.Attribute) and func.attr.value == "backward" and not node.args:
@@ -168,14 +168,13 @@ class CollectiveInRankBranch(Rule):
         inner, outer = ctx.rank.guards()
         self.sites.append(_Site(node, shown, inner, outer, ctx.enclosing_function(), ctx.statement(), **extra))
 
-    def _wrapped(self) -> dict[str, str]:
-        """``self.<attr>`` names assigned a DDP/FSDP wrapper in this module."""
-        wrapped = {}
-        for name, values in self.ctx.rank.attribute_values.items():
-            kinds = {wrapper_of(v, self.ctx) for v in values} - {None}
-            if len(kinds) == 1:
-                wrapped[name] = kinds.pop()
-        return wrapped
+    def _wrapped(self, attribute: str) -> str | None:
+        """The wrapper ("DDP"/"FSDP") that ``self.<attribute>`` is assigned in this module."""
+        values = self.ctx.rank.attribute_values.get(attribute)
+        if not values:
+            return None
+        kinds = {wrapper_of(v, self.ctx) for v in values} - {None}
+        return kinds.pop() if len(kinds) == 1 else None
 
     # ------------------------------------------------------------ decision
 

@@ -108,8 +108,9 @@ class DatasetHoldsPythonObjects(Rule):
                 )
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        init = methods(node).get("__init__")
-        if init is None:
+        table = methods(node)
+        init = table.get("__init__")
+        if init is None or "__getitem__" not in table:
             return
         indexed: set[str] = set()
         for method in reachable_methods(node, "__getitem__"):

@@ -110,23 +110,25 @@ class UnguardedLog(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if any(isinstance(n, cst.ExceptHandler) for n in ctx.stack):
-            return  # error reporting: every rank that fails says so, and should
         if last_name(node.func) in PRINT_SILENCERS:
             self.print_silenced = True
         names = ctx.qualified_names(node.func)
-        shown = f"`{ctx.module.code_for_node(node.func)}(...)`"
+        if not names and not isinstance(node.func, cst.Attribute):
+            return
+        shown = _Shown(ctx.module, node.func)
         if names & OUTPUT_FUNCTIONS or any(n and n.startswith(MLFLOW_LOGGING) for n in names):
             deps = ctx.rank.deps_of_all(a.value for a in node.args) if "builtins.print" in names else frozenset()
-            self.sites.append(_Output(ctx.rank.site(node, deps), shown))
+            if not self._in_except():
+                self.sites.append(_Output(ctx.rank.site(node, deps), shown))
         elif names & PROGRESS_BARS:
             disable = next((a.value for a in node.args if a.keyword and a.keyword.value == "disable"), None)
             deps = ctx.rank.deps(disable) if disable is not None else frozenset()
-            self.sites.append(_Output(ctx.rank.site(node, deps), shown, progress_bar=True))
+            if not self._in_except():
+                self.sites.append(_Output(ctx.rank.site(node, deps), shown, progress_bar=True))
         elif isinstance(node.func, cst.Attribute):
             self._logging_call(node, node.func, shown)
 
-    def _logging_call(self, node: cst.Call, func: cst.Attribute, shown: str) -> None:
+    def _logging_call(self, node: cst.Call, func: cst.Attribute, shown: _Shown) -> None:
         ctx = self.ctx
         method, receiver = func.attr.value, func.value
         logger = last_name(receiver)
@@ -138,8 +140,12 @@ class UnguardedLog(Rule):
         elif method in LOG_METHODS:
             kind = self._logger_kind(receiver)
             loops = ctx.loops.enclosing_loops()
-            if kind is not None and loops:
+            if kind is not None and loops and not self._in_except():
                 self.sites.append(_Output(ctx.rank.site(node), shown, loops, kind, ctx.module.code_for_node(receiver)))
+
+    def _in_except(self) -> bool:
+        """Error reporting: every rank that fails says so, and should."""
+        return any(isinstance(n, cst.ExceptHandler) for n in self.ctx.stack)
 
     def _logger_kind(self, receiver: cst.BaseExpression) -> str | None:
         """"loguru", "logging" (stdlib or unknown logger), or None (not a logger)."""
@@ -164,7 +170,7 @@ class UnguardedLog(Rule):
         rank, loops = self.ctx.rank, self.ctx.loops
         for output in self.sites:
             site = output.site
-            if self.print_silenced and output.shown.startswith("`print("):
+            if self.print_silenced and str(output.shown).startswith("`print("):
                 continue
             if output.logger is not None:
                 if not any(loops.is_training_loop(loop) for loop in output.loops):
@@ -186,12 +192,22 @@ class UnguardedLog(Rule):
             )
 
 
+class _Shown:
+    """`callee(...)`, rendered only if a finding needs it."""
+
+    def __init__(self, module: cst.Module, func: cst.BaseExpression) -> None:
+        self.module, self.func = module, func
+
+    def __str__(self) -> str:
+        return f"`{self.module.code_for_node(self.func)}(...)`"
+
+
 @dataclass(frozen=True)
 class _Output:
     """An output call to judge after the walk; loggers also need their loops."""
 
     site: Site
-    shown: str
+    shown: _Shown
     loops: tuple = ()
     logger: str | None = None
     receiver: str | None = None

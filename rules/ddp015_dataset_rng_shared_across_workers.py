@@ -102,8 +102,9 @@ class DatasetRngSharedAcrossWorkers(Rule):
                 self.worker_init_fns += [v for v in self.ctx.values_of(value) if isinstance(v, cst.FunctionDef)]
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        init = methods(node).get("__init__")
-        if init is None:
+        table = methods(node)
+        init = table.get("__init__")
+        if init is None or not ({"__getitem__", "__iter__"} & table.keys()):
             return
         created = [(attr, value, statement) for attr, value, statement in self_assignments(init) if self._creates(value)]
         if not created or _PER_WORKER.search(self.ctx.module.code_for_node(node)):

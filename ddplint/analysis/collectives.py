@@ -22,7 +22,7 @@ deliberately absent: calling them on some ranks only is their purpose.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
@@ -154,11 +154,13 @@ def collective_name(call: cst.Call, ctx: FileContext) -> str | None:
     return None
 
 
-def wrapped_model_collective(call: cst.Call, ctx: FileContext, wrapped: dict[str, str]) -> str | None:
+def wrapped_model_collective(
+    call: cst.Call, ctx: FileContext, wrapped: Callable[[str], str | None]
+) -> str | None:
     """The implicit collective of calling or checkpointing a wrapped model.
 
-    `wrapped` maps ``self.<attr>`` names to "DDP"/"FSDP" (collected from the
-    class's assignments); plain names are looked up in their bindings.
+    `wrapped` tells which wrapper ("DDP"/"FSDP"), if any, ``self.<attr>`` was
+    assigned; plain names are looked up in their bindings.
     """
     func = call.func
     kind = _wrapper_kind(func, ctx, wrapped)
@@ -182,12 +184,15 @@ def wrapper_of(value: cst.CSTNode, ctx: FileContext) -> str | None:
     return None
 
 
-def _wrapper_kind(node: cst.BaseExpression, ctx: FileContext, wrapped: dict[str, str]) -> str | None:
+def _wrapper_kind(node: cst.BaseExpression, ctx: FileContext, wrapped: Callable[[str], str | None]) -> str | None:
     if isinstance(node, cst.Name):
-        kinds = {wrapper_of(v, ctx) for v in ctx.values_of(node)}
+        values = ctx.values_of(node)
+        if not values:
+            return None
+        kinds = {wrapper_of(v, ctx) for v in values}
         return kinds.pop() if len(kinds) == 1 else None
     if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
-        return wrapped.get(node.attr.value)
+        return wrapped(node.attr.value)
     return None
 
 

@@ -128,6 +128,8 @@ class ScopeTracker:
         self.stack: list[Scope] = [self.module_scope]
         self.function_depth = 0
         self.final_module_names = _module_final_bindings(module)
+        #: Answers of `qualified_names`, valid until the next binding or scope change.
+        self._cache: dict[int, QualNames] = {}
 
     # ----------------------------------------------------------- queries
 
@@ -171,8 +173,16 @@ class ScopeTracker:
         """Every qualified name `node` may denote here (`UNKNOWN` for the rest).
 
         Empty for expressions that are not a Name/Attribute chain or whose
-        root name is unbound.
+        root name is unbound. Several rules ask about the same node while
+        the walker is on it, so answers are cached until a binding changes.
         """
+        key = id(node)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._cache[key] = self._resolve(node)
+        return cached
+
+    def _resolve(self, node: cst.BaseExpression) -> QualNames:
         if isinstance(node, cst.Name):
             binding = self.lookup(node.value)
             return binding.qualnames if binding is not None else _EMPTY
@@ -195,6 +205,7 @@ class ScopeTracker:
     # ----------------------------------------------------------- binding helpers
 
     def _bind(self, name: str, binding: Binding) -> None:
+        self._cache.clear()
         scope = self.current
         if name in scope.globals:
             self.module_scope.bind(name, binding)
@@ -238,6 +249,7 @@ class ScopeTracker:
         return _UNKNOWN_ONLY
 
     def _push(self, kind: ScopeKind, node: cst.CSTNode) -> Scope:
+        self._cache.clear()
         scope = Scope(kind, node)
         self.stack.append(scope)
         if kind is ScopeKind.FUNCTION:
@@ -245,6 +257,7 @@ class ScopeTracker:
         return scope
 
     def _pop(self) -> None:
+        self._cache.clear()
         scope = self.stack.pop()
         if scope.kind is ScopeKind.FUNCTION:
             self.function_depth -= 1
@@ -303,6 +316,7 @@ class ScopeTracker:
 
     def leave_ImportFrom(self, node: cst.ImportFrom) -> None:
         if isinstance(node.names, cst.ImportStar):
+            self._cache.clear()
             self.current.star_modules.append(import_from_module(node))
             return
         for bound, qualname in import_bindings(node):
@@ -352,6 +366,7 @@ class ScopeTracker:
     leave_If = leave_While = leave_Try = leave_TryStar = leave_Match = _leave_conditional
 
     def visit_Global(self, node: cst.Global) -> None:
+        self._cache.clear()
         self.current.globals.update(item.name.value for item in node.names)
 
 
@@ -364,6 +379,7 @@ def _module_final_bindings(module: cst.Module) -> dict[str, Binding]:
     tracker = ScopeTracker.__new__(ScopeTracker)
     tracker.module_scope = Scope(ScopeKind.MODULE, module)
     tracker.stack = [tracker.module_scope]
+    tracker._cache = {}
     tracker.function_depth = 0
     tracker.final_module_names = {}
     _prepass_block(tracker, module.body, conditional=False)

@@ -25,6 +25,8 @@ from ddplint.analysis.tree import _child_fields, child_fields
 
 Callback = Callable[[cst.CSTNode], None]
 
+_is_node_class: dict[type, bool] = {}
+
 _hooks_by_class: dict[type, list[tuple[str, type, str]]] = {}
 
 
@@ -103,11 +105,16 @@ class Walker:
         walk = self._walk
         for name in fields:
             value = getattr(node, name)
-            if value.__class__ is tuple or value.__class__ is list:
+            value_cls = value.__class__
+            if value_cls is tuple or value_cls is list:
                 for child in value:
                     walk(child)
-            elif isinstance(value, cst.CSTNode):
-                walk(value)
+            else:
+                is_node = _is_node_class.get(value_cls)
+                if is_node is None:  # isinstance on LibCST's ABCs is slow: remember per class
+                    is_node = _is_node_class[value_cls] = isinstance(value, cst.CSTNode)
+                if is_node:
+                    walk(value)
         callbacks = self._leave.get(cls)
         if callbacks:
             for owner, callback in callbacks:
