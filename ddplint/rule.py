@@ -87,6 +87,9 @@ class Rule:
     #: Identifiers without which the rule cannot fire; a file containing none
     #: of the enabled rules' tokens is never given to LibCST. ``None``: always run.
     tokens: ClassVar[tuple[str, ...] | None] = None
+    #: Substrings of which the file must also contain one (for DDP001: some
+    #: rank test; the configured ``rank-names`` are added). ``None``: no such need.
+    context_tokens: ClassVar[tuple[str, ...] | None] = None
     #: Findings are kept only in modules in distributed context (SPEC §2).
     distributed_only: ClassVar[bool] = False
     #: Free-form tags for SARIF (``properties.tags``).

@@ -138,6 +138,13 @@ class CollectiveInRankBranch(Rule):
         "mesh_reduce",
     )  # fmt: skip
     tags = ("correctness", "deadlock")
+    #: No guard can be rank-dependent without one of these (see `rank` analysis).
+    context_tokens = (
+        "rank", "RANK", "is_main", "is_master", "master_process", "is_global_zero", "process_index",
+        "is_world_process_zero", "is_local_process_zero", "should_save", "_first", "on_main_process",
+        "on_local_main_process", "on_process", "on_local_process", "on_last_process", "is_local_master",
+        "SLURM_PROCID", "SLURM_LOCALID", "ordinal",
+    )  # fmt: skip
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)

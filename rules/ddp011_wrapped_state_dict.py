@@ -68,6 +68,7 @@ class WrappedStateDict(Rule):
     summary = "A DDP/DataParallel wrapper's state dict is saved: its keys carry a `module.` prefix."
     requires = frozenset({"rank"})
     tokens = ("state_dict",)
+    context_tokens = ("DataParallel",)  # every wrapper's import names it
     tags = ("correctness",)
 
     def __init__(self, ctx) -> None:

@@ -92,7 +92,10 @@ class LossGraphAccumulation(Rule):
     severity = Severity.WARNING
     summary = "A loss accumulated with its autograd graph: memory grows every step."
     requires = frozenset({"loops"})
-    tokens = ("backward", "step")
+    # A graph-carrying value is back-propagated in the loop or named like a
+    # loss: (backward | loss) and (backward | step) is "backward, or a loss and a step".
+    tokens = ("backward", "loss")
+    context_tokens = ("backward", "step")
     tags = ("memory",)
 
     def __init__(self, ctx) -> None:

@@ -87,6 +87,7 @@ class DatasetRngSharedAcrossWorkers(Rule):
     severity = Severity.WARNING
     summary = "A Dataset's own random generator is copied into every worker: identical augmentations."
     tokens = ("default_rng", "RandomState", "Generator", "Random")
+    context_tokens = ("__getitem__", "__iter__")
     requires = frozenset({"data"})
     tags = ("correctness", "data-loading")
 

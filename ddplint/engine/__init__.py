@@ -16,6 +16,7 @@ from typing import Iterator
 import libcst as cst
 
 from ddplint.config.settings import Settings
+from ddplint.analysis.distributed import runs_per_rank
 from ddplint.engine.context import FileContext, PendingFinding
 from ddplint.engine.positions import comments, resolve_positions, to_span
 from ddplint.engine.source import SourceError, SourceProblem, decode_source, syntax_problem
@@ -62,9 +63,7 @@ def check_source(path: str, text: str, settings: Settings, prefilter: bool = Tru
         return FileResult(_syntax_findings(path, problem, settings, text))
     rules = _visitor_rules(settings.rules)
     if prefilter:
-        pattern = _token_pattern(rules)
-        if pattern is not None and not pattern.search(text):
-            return FileResult()
+        rules = _applicable(rules, text, settings.rank_names)
     if not rules:
         return FileResult()
     with _recursion_limit(_DEEP_RECURSION):
@@ -190,14 +189,50 @@ def _visitor_rules(codes: frozenset[str]) -> tuple[type[Rule], ...]:
     return tuple(by_code[c] for c in sorted(codes) if c in by_code and c != SYNTAX_ERROR)
 
 
-@functools.lru_cache(maxsize=64)
-def _token_pattern(rules: tuple[type[Rule], ...]) -> re.Pattern[str] | None:
-    """One regex matching any token of any rule; None if some rule has no tokens."""
-    tokens: set[str] = set()
+#: Text every distributed module contains (with `runs_per_rank`, a necessary
+#: condition of `FileContext.in_distributed_context`), for `distributed_only` rules.
+_DISTRIBUTED_TEXT = re.compile(
+    r"torch\.distributed|\bfrom\s+torch\s+import\s[^\n]*\bdistributed\b|\bDistributedDataParallel\b|"
+    r"\b(?:import|from)\s+(?:accelerate|deepspeed|lightning|pytorch_lightning)\b|"
+    r"\binit_process_group\b|\binit_distributed\b"
+)
+
+
+def _applicable(
+    rules: tuple[type[Rule], ...], text: str, extra_context: tuple[str, ...] = ()
+) -> tuple[type[Rule], ...]:
+    """The rules that can fire on `text`: those whose tokens it contains
+    (and, for distributed-only rules, that looks distributed). The others
+    are not run, and a file no rule applies to is never parsed."""
+    distributed: bool | None = None
+    kept = []
     for rule in rules:
-        if rule.tokens is None:
-            return None
-        tokens.update(rule.tokens)
-    if not tokens:
-        return re.compile(r"(?!)")
-    return re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, tokens))) + r")\b")
+        pattern = _token_pattern(rule)
+        if pattern is not None and not pattern.search(text):
+            continue
+        context = _context_pattern(rule, extra_context)
+        if context is not None and not context.search(text):
+            continue
+        if rule.distributed_only:
+            if distributed is None:
+                distributed = _DISTRIBUTED_TEXT.search(text) is not None and runs_per_rank(text)
+            if not distributed:
+                continue
+        kept.append(rule)
+    return tuple(kept)
+
+
+@functools.lru_cache(maxsize=None)
+def _token_pattern(rule: type[Rule]) -> re.Pattern[str] | None:
+    """A regex matching any of the rule's tokens; None for rules without tokens."""
+    if rule.tokens is None:
+        return None
+    return re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, rule.tokens))) + r")\b")
+
+
+@functools.lru_cache(maxsize=None)
+def _context_pattern(rule: type[Rule], extra: tuple[str, ...]) -> re.Pattern[str] | None:
+    """A regex for the rule's `context_tokens` (substrings), plus configured extras."""
+    if rule.context_tokens is None:
+        return None
+    return re.compile("|".join(sorted(map(re.escape, (*rule.context_tokens, *extra)))))
