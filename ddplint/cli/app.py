@@ -60,6 +60,9 @@ def check(
         OutputFormat, typer.Option("--format", "--output-format", help="Output format.", case_sensitive=False)
     ] = OutputFormat.TEXT,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report to FILE.")] = None,
+    sarif_category: Annotated[
+        Optional[str], typer.Option(help="SARIF automationDetails.id (several uploads per repository).")
+    ] = None,
     select: Annotated[Optional[List[str]], typer.Option(help="Only these codes/prefixes (comma-separated).")] = None,
     extend_select: Annotated[Optional[List[str]], typer.Option(help="Add codes/prefixes to the selection.")] = None,
     ignore: Annotated[Optional[List[str]], typer.Option(help="Codes/prefixes to switch off.")] = None,
@@ -82,6 +85,7 @@ def check(
         paths=list(paths or []),
         output_format=output_format,
         output=output,
+        sarif_category=sarif_category,
         select=_split(select) if select else None,
         extend_select=_split(extend_select),
         ignore=_split(ignore),
@@ -121,6 +125,14 @@ def rule(
     if found is None:
         raise _fail(f"unknown rule code {code!r} (see `ddplint rule` for the list)")
     typer.echo(rule_markdown(found), nl=False)
+
+
+@app.command()
+def server() -> None:
+    """Run the language server (LSP over stdio) for editors."""
+    from ddplint.lsp import main as serve
+
+    serve()
 
 
 @app.command()

@@ -28,6 +28,7 @@ class CheckRequest:
     paths: list[Path]
     output_format: OutputFormat = OutputFormat.TEXT
     output: Path | None = None
+    sarif_category: str | None = None
     select: tuple[str, ...] | None = None
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
@@ -107,7 +108,11 @@ def run_check(request: CheckRequest) -> int:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     options = RenderOptions(
-        cwd=resolver.cwd, color=request.color, statistics=request.statistics, quiet=request.quiet
+        cwd=resolver.cwd,
+        color=request.color,
+        statistics=request.statistics,
+        quiet=request.quiet,
+        sarif_category=request.sarif_category,
     )
     text = renderer(request.output_format)(report, options)
     _print_notices(report, request.debug)

@@ -21,6 +21,7 @@ class OutputFormat(str, enum.Enum):
     JSON = "json"
     SARIF = "sarif"
     GITHUB = "github"
+    GITLAB = "gitlab"
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class RenderOptions:
     color: bool = False
     statistics: bool = False
     quiet: bool = False
+    #: SARIF `automationDetails.id`, to upload several runs of one repository.
+    sarif_category: str | None = None
 
 
 def renderer(fmt: OutputFormat) -> Callable[[Report, RenderOptions], str]:
@@ -41,6 +44,8 @@ def renderer(fmt: OutputFormat) -> Callable[[Report, RenderOptions], str]:
         from ddplint.reporters.json import render
     elif fmt is OutputFormat.GITHUB:
         from ddplint.reporters.github import render
+    elif fmt is OutputFormat.GITLAB:
+        from ddplint.reporters.gitlab import render
     else:
         from ddplint.reporters.sarif import render
     return render

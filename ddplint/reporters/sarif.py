@@ -23,12 +23,15 @@ from jschema_to_python.to_json import to_json
 
 from ddplint import __version__
 from ddplint.docs import REPOSITORY, help_uri, rule_markdown
-from ddplint.model import Finding, Notice, Severity, Span
+from ddplint.model import Finding, Notice, NoticeLevel, Severity, Span
 from ddplint.paths import project_root, relative_uri
 from ddplint.reporters import RenderOptions
 from ddplint.reporters.fingerprint import fingerprints
 from ddplint.rule import Rule, all_rules
 from ddplint.report import Report
+
+#: GitHub code scanning accepts at most this many results per run.
+MAX_RESULTS = 25_000
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -113,6 +116,13 @@ def build_log(report: Report, options: RenderOptions) -> dict[str, Any]:
     index = {rule.code: i for i, rule in enumerate(rules)}
     locator = _Locator(options.cwd)
     findings = report.findings
+    notices = list(report.notices)
+    if len(findings) > MAX_RESULTS:
+        dropped = len(findings) - MAX_RESULTS
+        notices.append(
+            Notice(".", f"{dropped} results left out: code scanning accepts {MAX_RESULTS} per run", NoticeLevel.WARNING)
+        )
+        findings = findings[:MAX_RESULTS]
     prints = fingerprints(findings, locator.repo_path)
     run = om.Run(
         tool=om.Tool(
@@ -127,15 +137,16 @@ def build_log(report: Report, options: RenderOptions) -> dict[str, Any]:
         results=[_result(f, index[f.rule], p, locator) for f, p in zip(findings, prints)],
         invocations=[
             om.Invocation(
-                execution_successful=not any(n.internal for n in report.notices),
-                tool_execution_notifications=[_notification(n, locator) for n in report.notices] or None,
+                execution_successful=not any(n.internal for n in notices),
+                tool_execution_notifications=[_notification(n, locator) for n in notices] or None,
             )
         ],
+        automation_details=om.RunAutomationDetails(id=options.sarif_category) if options.sarif_category else None,
         column_kind="unicodeCodePoints",
         original_uri_base_ids={SRCROOT: {"description": {"text": "The repository root (git top-level)."}}},
     )
     log = json.loads(to_json(om.SarifLog(version="2.1.0", schema_uri=SCHEMA_URI, runs=[run])))
-    _restore_defaults(log["runs"][0], rules, findings, report.notices)
+    _restore_defaults(log["runs"][0], rules, findings, notices)
     return log
 
 

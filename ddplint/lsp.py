@@ -1,0 +1,218 @@
+"""`ddplint server`: the Language Server Protocol over stdio (pygls).
+
+Diagnostics are published when a document is opened, changed (after a short
+pause in typing) and saved, and cleared when it is closed. Each carries the
+rule code, a link to the rule's documentation, the guard or sampler as
+related information, and `source: "ddplint"`. Code actions offer the
+finding's fix when it has one, and "suppress with `# noqa: CODE`" for every
+finding. The workspace's own `pyproject.toml`/`ddplint.toml` apply, as in the
+CLI. The server never imports or executes workspace code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+
+from ddplint import __version__
+from ddplint.config.loader import ConfigError
+from ddplint.config.resolver import ConfigResolver
+from ddplint.docs import help_uri
+from ddplint.engine import check_source
+from ddplint.model import Finding, Severity, Span
+from ddplint.rule import get_rule
+
+DEBOUNCE_SECONDS = 0.3
+SOURCE = "ddplint"
+
+_SEVERITY = {
+    Severity.ERROR: lsp.DiagnosticSeverity.Error,
+    Severity.WARNING: lsp.DiagnosticSeverity.Warning,
+    Severity.NOTE: lsp.DiagnosticSeverity.Information,
+}
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+_CONFIG_FILES = ("pyproject.toml", "ddplint.toml")
+
+
+def uri_to_path(uri: str) -> Path:
+    """A `file://` URI as a local path."""
+    return Path(unquote(urlparse(uri).path))
+
+
+def _utf16_column(line: str, column: int) -> int:
+    """A 0-based code-point column as LSP's UTF-16 code units."""
+    prefix = line[:column]
+    return column + sum(1 for ch in prefix if ord(ch) > 0xFFFF)
+
+
+def to_range(span: Span, lines: list[str]) -> lsp.Range:
+    """A ddplint span (1-based, code points) as an LSP range (0-based, UTF-16)."""
+
+    def position(line: int, column: int) -> lsp.Position:
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        return lsp.Position(line=max(line - 1, 0), character=_utf16_column(text, max(column - 1, 0)))
+
+    return lsp.Range(start=position(span.line, span.column), end=position(span.end_line, span.end_column))
+
+
+class DdplintServer(LanguageServer):
+    """The language server: one config resolver per workspace root."""
+
+    def __init__(self) -> None:
+        super().__init__(SOURCE, __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full)
+        self._resolvers: dict[Path, ConfigResolver] = {}
+        self._pending: dict[str, asyncio.TimerHandle] = {}
+
+    def resolver_for(self, path: Path) -> ConfigResolver:
+        """The resolver of the workspace folder holding `path` (cached)."""
+        root = self._root_of(path)
+        resolver = self._resolvers.get(root)
+        if resolver is None:
+            resolver = self._resolvers[root] = ConfigResolver(cwd=root)
+        return resolver
+
+    def _root_of(self, path: Path) -> Path:
+        folders = [uri_to_path(f.uri) for f in (self.workspace.folders or {}).values()]
+        if self.workspace.root_uri:
+            folders.append(uri_to_path(self.workspace.root_uri))
+        inside = [f for f in folders if path.is_relative_to(f)]
+        return max(inside, key=lambda f: len(f.parts)) if inside else path.parent
+
+    def forget_configs(self) -> None:
+        """A config file changed: resolve afresh."""
+        self._resolvers.clear()
+
+    def findings(self, uri: str) -> tuple[list[Finding], list[str]]:
+        """Lint the open document: (active findings, its lines)."""
+        document = self.workspace.get_text_document(uri)
+        path = uri_to_path(uri)
+        resolver = self.resolver_for(path)
+        if resolver.excludes_file(path):
+            return [], []
+        try:
+            shown = str(path.relative_to(resolver.cwd))
+        except ValueError:
+            shown = str(path)
+        result = check_source(shown, document.source, resolver.settings_for(path))
+        for notice in result.notices:
+            self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=f"{notice.path}: {notice.message}"))
+        return [f for f in result.findings if f.suppressed is None], document.source.splitlines()
+
+    def publish(self, uri: str) -> None:
+        """Lint `uri` and publish its diagnostics (never raises)."""
+        try:
+            findings, lines = self.findings(uri)
+        except ConfigError as exc:
+            self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"ddplint: {exc}"))
+            return
+        diagnostics = [self.diagnostic(f, lines, uri) for f in findings]
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
+
+    def publish_later(self, uri: str) -> None:
+        """Debounced `publish`, for keystrokes."""
+        pending = self._pending.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
+        loop = asyncio.get_running_loop()
+        self._pending[uri] = loop.call_later(DEBOUNCE_SECONDS, self.publish, uri)
+
+    @staticmethod
+    def diagnostic(finding: Finding, lines: list[str], uri: str) -> lsp.Diagnostic:
+        """A finding as an LSP diagnostic."""
+        rule = get_rule(finding.rule)
+        related = [
+            lsp.DiagnosticRelatedInformation(location=lsp.Location(uri=uri, range=to_range(r.span, lines)), message=r.message)
+            for r in finding.related
+        ]
+        return lsp.Diagnostic(
+            range=to_range(finding.span, lines),
+            message=finding.message,
+            severity=_SEVERITY[finding.severity],
+            code=finding.rule,
+            code_description=lsp.CodeDescription(href=help_uri(rule)) if rule is not None else None,
+            source=SOURCE,
+            related_information=related or None,
+        )
+
+
+server = DdplintServer()
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: DdplintServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    ls.publish(params.text_document.uri)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: DdplintServer, params: lsp.DidChangeTextDocumentParams) -> None:
+    ls.publish_later(params.text_document.uri)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: DdplintServer, params: lsp.DidSaveTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    if uri.endswith(_CONFIG_FILES):
+        ls.forget_configs()
+        return
+    ls.publish(uri)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: DdplintServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    pending = ls._pending.pop(uri, None)
+    if pending is not None:
+        pending.cancel()
+    ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+@server.feature(
+    lsp.TEXT_DOCUMENT_CODE_ACTION,
+    lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]),
+)
+def code_action(ls: DdplintServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+    uri = params.text_document.uri
+    document = ls.workspace.get_text_document(uri)
+    lines = document.source.splitlines()
+    actions = []
+    for diagnostic in params.context.diagnostics:
+        if diagnostic.source != SOURCE or not isinstance(diagnostic.code, str):
+            continue
+        line = diagnostic.range.start.line
+        edit = noqa_edit(lines[line] if line < len(lines) else "", line, diagnostic.code)
+        actions.append(
+            lsp.CodeAction(
+                title=f"Suppress {diagnostic.code} with # noqa",
+                kind=lsp.CodeActionKind.QuickFix,
+                diagnostics=[diagnostic],
+                edit=lsp.WorkspaceEdit(changes={uri: [edit]}),
+            )
+        )
+    return actions
+
+
+def noqa_edit(text: str, line: int, code: str) -> lsp.TextEdit:
+    """The edit that adds `code` to the line's `# noqa` comment (or a new one)."""
+    match = _NOQA.search(text)
+    end = _utf16_column(text, len(text))
+    if match is None:
+        start = _utf16_column(text, len(text.rstrip()))
+        return lsp.TextEdit(
+            range=lsp.Range(start=lsp.Position(line, start), end=lsp.Position(line, end)),
+            new_text=f"  # noqa: {code}",
+        )
+    codes = match.group("codes")
+    replacement = f"# noqa: {codes}, {code}" if codes else f"# noqa: {code}"
+    start = _utf16_column(text, match.start())
+    stop = _utf16_column(text, match.end())
+    return lsp.TextEdit(range=lsp.Range(start=lsp.Position(line, start), end=lsp.Position(line, stop)), new_text=replacement)
+
+
+def main() -> None:
+    """Serve over stdio until the client disconnects."""
+    server.start_io()

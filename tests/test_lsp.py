@@ -1,0 +1,120 @@
+"""The language server, end to end over stdio with pytest-lsp (a real client)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+BAD = (
+    "import torch.distributed as dist\n"
+    "from torch.utils.data import DataLoader, DistributedSampler\n"
+    "loader = DataLoader(ds, sampler=DistributedSampler(ds), shuffle=True)\n"
+)
+GOOD = "from torch.utils.data import DataLoader\nloader = DataLoader(ds, shuffle=True)\n"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text('[tool.ddplint]\nignore = ["DDP012"]\n')
+    return tmp_path
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "ddplint", "server"]))
+async def client(lsp_client: LanguageClient, workspace: Path):
+    await lsp_client.initialize_session(
+        lsp.InitializeParams(capabilities=client_capabilities("visual-studio-code"), root_uri=workspace.as_uri())
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _open(client: LanguageClient, path: Path, text: str) -> str:
+    path.write_text(text)
+    uri = path.as_uri()
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+    )
+    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    return uri
+
+
+async def test_diagnostics_on_open(client: LanguageClient, workspace: Path) -> None:
+    uri = await _open(client, workspace / "train.py", BAD)
+    (diagnostic,) = client.diagnostics[uri]
+    assert diagnostic.code == "DDP014" and diagnostic.source == "ddplint"
+    assert diagnostic.severity == lsp.DiagnosticSeverity.Error
+    assert diagnostic.range.start == lsp.Position(line=2, character=9)
+    assert diagnostic.code_description.href.endswith("#ddp014-sampler-shuffle-conflict")
+    assert diagnostic.related_information[0].message == "`shuffle` is truthy here"
+
+
+async def test_change_save_close(client: LanguageClient, workspace: Path) -> None:
+    uri = await _open(client, workspace / "train.py", BAD)
+    assert client.diagnostics[uri]
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=GOOD)],
+        )
+    )
+    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert list(client.diagnostics[uri]) == []
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=3),
+            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=BAD)],
+        )
+    )
+    client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert [d.code for d in client.diagnostics[uri]] == ["DDP014"]
+    client.text_document_did_close(lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=uri)))
+    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert list(client.diagnostics[uri]) == []
+
+
+async def test_workspace_config_applies(client: LanguageClient, workspace: Path) -> None:
+    uri = await _open(client, workspace / "amp.py", "import torch\ns = torch.cuda.amp.GradScaler()\n")
+    assert list(client.diagnostics[uri]) == []  # DDP012 is ignored in the workspace's pyproject.toml
+
+
+async def test_syntax_error_mid_edit_then_keeps_serving(client: LanguageClient, workspace: Path) -> None:
+    uri = await _open(client, workspace / "train.py", "def train(model\n")
+    (diagnostic,) = client.diagnostics[uri]
+    assert diagnostic.code == "DDP000"
+    uri2 = await _open(client, workspace / "other.py", BAD)
+    assert [d.code for d in client.diagnostics[uri2]] == ["DDP014"]
+
+
+async def test_noqa_quick_fix(client: LanguageClient, workspace: Path) -> None:
+    uri = await _open(client, workspace / "train.py", BAD)
+    (diagnostic,) = client.diagnostics[uri]
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            range=diagnostic.range,
+            context=lsp.CodeActionContext(diagnostics=[diagnostic]),
+        )
+    )
+    (action,) = actions
+    assert action.title == "Suppress DDP014 with # noqa"
+    (edit,) = action.edit.changes[uri]
+    lines = BAD.splitlines()
+    line = lines[edit.range.start.line]
+    fixed = line[: edit.range.start.character] + edit.new_text + line[edit.range.end.character :]
+    lines[edit.range.start.line] = fixed
+    assert fixed.endswith("shuffle=True)  # noqa: DDP014")
+    # The edited document has no finding left.
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text="\n".join(lines) + "\n")],
+        )
+    )
+    await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert list(client.diagnostics[uri]) == []
