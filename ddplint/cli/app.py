@@ -77,6 +77,13 @@ def check(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print findings only, no summary.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="Never colour the output.")] = False,
     debug: Annotated[bool, typer.Option(help="Show tracebacks of internal errors.")] = False,
+    jobs: Annotated[
+        Optional[int], typer.Option("--jobs", "-j", help="Parallel processes [default: the CPUs available].")
+    ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the cache.")] = False,
+    cache_dir: Annotated[
+        Optional[Path], typer.Option(help="Cache directory [default: .ddplint_cache/ or $DDPLINT_CACHE_DIR].")
+    ] = None,
 ) -> None:
     """Lint Python files for distributed-training bugs."""
     from ddplint.cli.check import CheckRequest, UsageError, run_check
@@ -98,6 +105,9 @@ def check(
         quiet=quiet,
         color=not no_color and "NO_COLOR" not in os.environ and output is None and sys.stdout.isatty(),
         debug=debug,
+        jobs=jobs,
+        cache=not no_cache,
+        cache_dir=cache_dir,
     )
     try:
         status = run_check(request)
@@ -125,6 +135,19 @@ def rule(
     if found is None:
         raise _fail(f"unknown rule code {code!r} (see `ddplint rule` for the list)")
     typer.echo(rule_markdown(found), nl=False)
+
+
+@app.command()
+def clean(
+    cache_dir: Annotated[Optional[Path], typer.Option(help="The cache directory to remove.")] = None,
+) -> None:
+    """Remove the cache directory."""
+    from ddplint.cache import Cache, default_cache_dir
+    from ddplint.paths import project_root
+
+    cache = Cache(cache_dir or default_cache_dir(project_root(Path.cwd())))
+    removed = cache.clear()
+    typer.echo(f"Removed {cache.directory}" if removed else f"No cache at {cache.directory}")
 
 
 @app.command()

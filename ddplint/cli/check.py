@@ -12,7 +12,9 @@ from ddplint.config.selection import is_known_selector
 from ddplint.model import NoticeLevel, Severity
 from ddplint.reporters import OutputFormat, RenderOptions, renderer
 from ddplint.report import Report
-from ddplint.runner import lint_paths, lint_stdin
+from ddplint.cache import Cache, default_cache_dir
+from ddplint.paths import project_root
+from ddplint.runner import available_cpus, lint_paths, lint_stdin
 
 STDIN = Path("-")
 
@@ -41,6 +43,9 @@ class CheckRequest:
     quiet: bool = False
     color: bool = False
     debug: bool = False
+    jobs: int | None = None
+    cache: bool = True
+    cache_dir: Path | None = None
 
 
 def _check_selectors(option: str, selectors: tuple[str, ...] | None) -> None:
@@ -78,7 +83,13 @@ def _lint(request: CheckRequest, resolver: ConfigResolver) -> Report:
             raise UsageError(f"path does not exist: {path}")
         if not path.exists():
             raise UsageError(f"path is a broken symlink: {path}")
-    return lint_paths(paths, resolver, force_exclude=request.force_exclude)
+    jobs = request.jobs if request.jobs is not None else available_cpus()
+    if jobs < 1:
+        raise UsageError(f"--jobs: expected a positive number, got {jobs}")
+    cache = None
+    if request.cache:
+        cache = Cache(request.cache_dir or default_cache_dir(project_root(resolver.cwd)))
+    return lint_paths(paths, resolver, force_exclude=request.force_exclude, jobs=jobs, cache=cache)
 
 
 def exit_status(report: Report, fail_on: Severity, exit_zero: bool) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Mapping
 
 from ddplint.model import Severity
@@ -20,9 +19,14 @@ class Settings:
     """
 
     rules: frozenset[str]
-    severity: Mapping[str, Severity] = field(default_factory=lambda: MappingProxyType({}))
+    severity: Mapping[str, Severity] = field(default_factory=dict)
     rank_names: tuple[str, ...] = ()
     max_workers_per_rank: int = DEFAULT_MAX_WORKERS_PER_RANK
+
+    def key(self) -> str:
+        """A stable text of everything that changes findings (for the cache key)."""
+        severity = ",".join(f"{c}={s.value}" for c, s in sorted(self.severity.items()))
+        return f"{sorted(self.rules)}|{severity}|{sorted(self.rank_names)}|{self.max_workers_per_rank}"
 
     @classmethod
     def all_rules(cls) -> Settings:

@@ -1,0 +1,135 @@
+"""The result cache: one JSON entry per linted file, in `.ddplint_cache/`.
+
+An entry's name is a hash of everything its findings depend on: the file's
+bytes, the path it is shown as, ddplint's version and the effective
+settings. A changed file, config or ddplint therefore misses the cache and is
+linted again. Entries are written atomically (temporary file, then rename),
+so concurrent runs never see half an entry; an entry that does not decode,
+or that another version wrote, is ignored and rewritten. The directory
+holds a `.gitignore` of `*` so it never gets committed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ddplint import __version__
+from ddplint.config.settings import Settings
+from ddplint.engine import FileResult
+from ddplint.model import Applicability, Edit, Finding, Fix, Notice, NoticeLevel, Related, Severity, Span
+
+CACHE_DIR_NAME = ".ddplint_cache"
+ENV_CACHE_DIR = "DDPLINT_CACHE_DIR"
+_FORMAT = 1
+
+
+def default_cache_dir(project_root: Path) -> Path:
+    """`DDPLINT_CACHE_DIR`, else `.ddplint_cache/` in the project root."""
+    configured = os.environ.get(ENV_CACHE_DIR)
+    return Path(configured) if configured else project_root / CACHE_DIR_NAME
+
+
+def entry_key(data: bytes, display: str, settings: Settings) -> str:
+    """The cache key of linting `data` shown as `display` with `settings`."""
+    digest = hashlib.sha256()
+    for part in (__version__.encode(), str(_FORMAT).encode(), display.encode(), settings.key().encode(), data):
+        digest.update(len(part).to_bytes(8, "little"))
+        digest.update(part)
+    return digest.hexdigest()
+
+
+class Cache:
+    """A directory of cached `FileResult`s."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._prepared = False
+
+    def _path(self, key: str) -> Path:
+        return self.directory / __version__ / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> FileResult | None:
+        """The cached result, or None (missing, corrupt or foreign entries alike)."""
+        try:
+            payload = json.loads(self._path(key).read_text(encoding="utf-8"))
+            if payload.get("format") != _FORMAT or payload.get("key") != key:
+                return None
+            return _decode(payload["result"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, key: str, result: FileResult) -> None:
+        """Store a result; failures to write are ignored (the cache is an optimisation)."""
+        if any(n.internal for n in result.notices):
+            return  # never cache a ddplint bug
+        path = self._path(key)
+        try:
+            self._prepare()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            payload = json.dumps({"format": _FORMAT, "key": key, "result": _encode(result)})
+            fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(payload)
+            os.replace(temporary, path)
+        except OSError:
+            pass
+
+    def _prepare(self) -> None:
+        if self._prepared:
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        ignore = self.directory / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# Created by ddplint: the lint cache.\n*\n", encoding="utf-8")
+        self._prepared = True
+
+    def clear(self) -> bool:
+        """Remove the whole cache directory; whether there was one."""
+        if not self.directory.exists():
+            return False
+        shutil.rmtree(self.directory)
+        return True
+
+
+def _span(span: Span) -> list[int]:
+    return [span.line, span.column, span.end_line, span.end_column]
+
+
+def _encode(result: FileResult) -> dict[str, Any]:
+    return {
+        "parsed": result.parsed,
+        "findings": [
+            {
+                "rule": f.rule, "name": f.name, "severity": f.severity.value, "message": f.message,
+                "path": f.path, "span": _span(f.span), "snippet": f.snippet, "suppressed": f.suppressed,
+                "related": [[r.path, _span(r.span), r.message] for r in f.related],
+                "fix": None if f.fix is None else [
+                    f.fix.title, f.fix.applicability.value, [[_span(e.span), e.content] for e in f.fix.edits]
+                ],
+            }
+            for f in result.findings
+        ],
+        "notices": [[n.path, n.message, n.level.value] for n in result.notices],
+    }  # fmt: skip
+
+
+def _decode(data: dict[str, Any]) -> FileResult:
+    findings = tuple(
+        Finding(
+            rule=f["rule"], name=f["name"], severity=Severity(f["severity"]), message=f["message"],
+            path=f["path"], span=Span(*f["span"]), snippet=f["snippet"], suppressed=f["suppressed"],
+            related=tuple(Related(p, Span(*s), m) for p, s, m in f["related"]),
+            fix=None if f["fix"] is None else Fix(
+                f["fix"][0], tuple(Edit(Span(*s), c) for s, c in f["fix"][2]), Applicability(f["fix"][1])
+            ),
+        )
+        for f in data["findings"]
+    )  # fmt: skip
+    notices = tuple(Notice(p, m, NoticeLevel(level)) for p, m, level in data["notices"])
+    return FileResult(findings, notices, bool(data["parsed"]))
