@@ -90,3 +90,11 @@ def test_explicit_unreadable_symlink_argument(ddplint, tmp_path) -> None:
     run = ddplint("link.py", cwd=tmp_path)
     assert run.status == 2
     assert run.stderr == "ddplint: error: path is a broken symlink: link.py\n"
+
+
+def test_warnings_about_the_users_code_stay_off_stderr(tmp_path: Path) -> None:
+    """Invalid escapes are the user's Python's business, not lines in our output."""
+    write(tmp_path, {"escapes.py": 'import re\nPATTERN = re.compile("\\d+")\n' + BAD})
+    run = run_script(".", cwd=tmp_path, env={"PYTHONWARNINGS": "always"})
+    assert run.status == 1 and "DDP" in run.stdout
+    assert run.stderr == ""

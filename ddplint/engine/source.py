@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
+import warnings
 from dataclasses import dataclass
 
 from ddplint.model import Span
@@ -63,7 +64,9 @@ def syntax_problem(text: str, path: str) -> SourceProblem | None:
     if nul >= 0:
         return SourceProblem("source code cannot contain null bytes", _offset_span(text, nul))
     try:
-        compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        with warnings.catch_warnings():  # the user's invalid escapes are not ours to print
+            warnings.simplefilter("ignore")
+            compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
         return SourceProblem(_describe(exc), _error_span(text, exc))
     except (RecursionError, MemoryError) as exc:  # what `python file.py` reports too
