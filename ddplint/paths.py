@@ -20,11 +20,19 @@ def project_root(cwd: Path) -> Path:
     return git_root(cwd) or cwd
 
 
-def relative_uri(path: str, cwd: Path, root: Path) -> tuple[str, bool]:
-    """(URI, is_relative): `path` relative to `root` if inside it, else a file URI."""
+def relative_uri(path: str, cwd: Path, root: Path, absolute_paths: bool = False) -> tuple[str, bool]:
+    """(URI, is_relative): `path` as a URI relative to `root` (``../`` for files
+    outside it), or as an absolute file URI when `absolute_paths` is asked for."""
     absolute = Path(os.path.abspath(cwd / path))
-    try:
-        relative = absolute.relative_to(root)
-    except ValueError:
+    if absolute_paths:
         return absolute.as_uri(), False
-    return quote(relative.as_posix()), True
+    return quote(Path(os.path.relpath(absolute, root)).as_posix()), True
+
+
+def shown_path(path: str, cwd: Path, absolute_paths: bool = False) -> str:
+    """A report path: relative to `cwd` unless absolute paths were asked for."""
+    if absolute_paths:
+        return os.path.abspath(cwd / path)
+    if os.path.isabs(path):
+        return os.path.relpath(path, cwd)
+    return path

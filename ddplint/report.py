@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Callable
 
 from ddplint.model import Finding, Notice
 
@@ -29,6 +29,15 @@ class Report:
         """Findings by path, line, column, code; notices by path."""
         self.findings.sort(key=lambda f: f.sort_key)
         self.notices.sort(key=lambda n: n.path)
+
+    def with_paths(self, convert: Callable[[str], str]) -> Report:
+        """The same report with every path passed through `convert`."""
+        def finding(f: Finding) -> Finding:
+            related = tuple(replace(r, path=convert(r.path)) for r in f.related)
+            return replace(f, path=convert(f.path), related=related)
+
+        notices = [replace(n, path=convert(n.path)) for n in self.notices]
+        return Report([finding(f) for f in self.findings], notices, self.files)
 
     @property
     def active(self) -> list[Finding]:

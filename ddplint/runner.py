@@ -40,6 +40,7 @@ class _Task:
     data: bytes
     settings: Settings
     key: str | None
+    prefilter: bool = True
 
 
 def lint_paths(
@@ -48,6 +49,7 @@ def lint_paths(
     force_exclude: bool = False,
     jobs: int = 1,
     cache: Cache | None = None,
+    prefilter: bool = True,
 ) -> Report:
     """Lint files and directories; missing paths must be rejected before.
 
@@ -71,7 +73,7 @@ def lint_paths(
         if cached is not None:
             report.add(cached)
         else:
-            tasks.append(_Task(source.display, data, settings, key))
+            tasks.append(_Task(source.display, data, settings, key, prefilter))
     for task, result in zip(tasks, _run(tasks, jobs)):
         report.add(result)
         if cache is not None and task.key is not None:
@@ -100,7 +102,7 @@ def _run(tasks: list[_Task], jobs: int) -> list[FileResult]:
 
 def _lint_task(task: _Task) -> FileResult:
     try:
-        return check_bytes(task.display, task.data, task.settings)
+        return check_bytes(task.display, task.data, task.settings, task.prefilter)
     except Exception as exc:  # noqa: BLE001 - one file's crash must not end the run
         return FileResult(notices=(Notice.internal_error(task.display, exc),))
 

@@ -84,6 +84,10 @@ def check(
     cache_dir: Annotated[
         Optional[Path], typer.Option(help="Cache directory [default: .ddplint_cache/ or $DDPLINT_CACHE_DIR].")
     ] = None,
+    no_prefilter: Annotated[bool, typer.Option("--no-prefilter", hidden=True)] = False,
+    absolute_paths: Annotated[
+        bool, typer.Option("--absolute-paths", help="Absolute paths in JSON/SARIF/GitHub/GitLab output.")
+    ] = False,
 ) -> None:
     """Lint Python files for distributed-training bugs."""
     from ddplint.cli.check import CheckRequest, UsageError, run_check
@@ -108,6 +112,8 @@ def check(
         jobs=jobs,
         cache=not no_cache,
         cache_dir=cache_dir,
+        prefilter=not no_prefilter,  # for benchmarks and the prefilter's own checks
+        absolute_paths=absolute_paths,
     )
     try:
         status = run_check(request)

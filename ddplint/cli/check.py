@@ -13,7 +13,7 @@ from ddplint.model import NoticeLevel, Severity
 from ddplint.reporters import OutputFormat, RenderOptions, renderer
 from ddplint.report import Report
 from ddplint.cache import Cache, default_cache_dir
-from ddplint.paths import project_root
+from ddplint.paths import project_root, shown_path
 from ddplint.runner import available_cpus, lint_paths, lint_stdin
 
 STDIN = Path("-")
@@ -46,6 +46,8 @@ class CheckRequest:
     jobs: int | None = None
     cache: bool = True
     cache_dir: Path | None = None
+    prefilter: bool = True
+    absolute_paths: bool = False
 
 
 def _check_selectors(option: str, selectors: tuple[str, ...] | None) -> None:
@@ -89,7 +91,9 @@ def _lint(request: CheckRequest, resolver: ConfigResolver) -> Report:
     cache = None
     if request.cache:
         cache = Cache(request.cache_dir or default_cache_dir(project_root(resolver.cwd)))
-    return lint_paths(paths, resolver, force_exclude=request.force_exclude, jobs=jobs, cache=cache)
+    return lint_paths(
+        paths, resolver, force_exclude=request.force_exclude, jobs=jobs, cache=cache, prefilter=request.prefilter
+    )
 
 
 def exit_status(report: Report, fail_on: Severity, exit_zero: bool) -> int:
@@ -124,7 +128,10 @@ def run_check(request: CheckRequest) -> int:
         statistics=request.statistics,
         quiet=request.quiet,
         sarif_category=request.sarif_category,
+        absolute_paths=request.absolute_paths,
     )
+    if request.output_format is not OutputFormat.TEXT:  # machine-readable: no paths of the machine
+        report = report.with_paths(lambda p: shown_path(p, resolver.cwd, request.absolute_paths))
     text = renderer(request.output_format)(report, options)
     _print_notices(report, request.debug)
     if request.output is not None:

@@ -15,7 +15,7 @@ import pathspec
 
 from ddplint.config.loader import DDPLINT_TOML, PYPROJECT, Config, ConfigError, read_config_file
 from ddplint.config.selection import Selection, resolve
-from ddplint.config.settings import DEFAULT_MAX_WORKERS_PER_RANK, Settings
+from ddplint.config.settings import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_WORKERS_PER_RANK, Settings
 from ddplint.model import Severity
 
 DEFAULT_EXCLUDE = (
@@ -153,6 +153,7 @@ class ConfigResolver:
             severity=dict(config.severity),
             rank_names=config.rank_names,
             max_workers_per_rank=config.max_workers_per_rank or DEFAULT_MAX_WORKERS_PER_RANK,
+            max_file_size=config.max_file_size or DEFAULT_MAX_FILE_SIZE,
         )
 
     def fail_on(self) -> Severity:

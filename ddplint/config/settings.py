@@ -8,6 +8,7 @@ from typing import Mapping
 from ddplint.model import Severity
 
 DEFAULT_MAX_WORKERS_PER_RANK = 8
+DEFAULT_MAX_FILE_SIZE = 5 * 10**6
 
 
 @dataclass(frozen=True)
@@ -22,11 +23,13 @@ class Settings:
     severity: Mapping[str, Severity] = field(default_factory=dict)
     rank_names: tuple[str, ...] = ()
     max_workers_per_rank: int = DEFAULT_MAX_WORKERS_PER_RANK
+    #: Larger files get a note and are not linted (generated or vendored code).
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
 
     def key(self) -> str:
         """A stable text of everything that changes findings (for the cache key)."""
         severity = ",".join(f"{c}={s.value}" for c, s in sorted(self.severity.items()))
-        return f"{sorted(self.rules)}|{severity}|{sorted(self.rank_names)}|{self.max_workers_per_rank}"
+        return f"{sorted(self.rules)}|{severity}|{sorted(self.rank_names)}|{self.max_workers_per_rank}|{self.max_file_size}"
 
     @classmethod
     def all_rules(cls) -> Settings:

@@ -49,11 +49,18 @@ def lint_source(path: str, text: str, settings: Settings | None = None) -> list[
 
 def check_bytes(path: str, data: bytes, settings: Settings, prefilter: bool = True) -> FileResult:
     """Lint a file's raw bytes, decoding them per PEP 263 first."""
+    if len(data) > settings.max_file_size:
+        note = f"{_size(len(data))} is above max-file-size ({_size(settings.max_file_size)}); not linted"
+        return FileResult(notices=(Notice(path, note, NoticeLevel.WARNING),))
     try:
         text = decode_source(data)
     except SourceError as exc:
         return FileResult(_syntax_findings(path, exc.problem, settings, ""))
     return check_source(path, text, settings, prefilter)
+
+
+def _size(count: int) -> str:
+    return f"{count / 10**6:.1f} MB" if count >= 10**6 else f"{count / 10**3:.1f} kB"
 
 
 def check_source(path: str, text: str, settings: Settings, prefilter: bool = True) -> FileResult:

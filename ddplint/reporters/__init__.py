@@ -34,6 +34,8 @@ class RenderOptions:
     quiet: bool = False
     #: SARIF `automationDetails.id`, to upload several runs of one repository.
     sarif_category: str | None = None
+    #: Show absolute paths (by default no path of the machine appears).
+    absolute_paths: bool = False
 
 
 def renderer(fmt: OutputFormat) -> Callable[[Report, RenderOptions], str]:

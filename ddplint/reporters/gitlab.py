@@ -8,6 +8,7 @@ as GitLab's Code Quality documentation specifies.
 from __future__ import annotations
 
 import json
+from urllib.parse import unquote
 
 from ddplint.model import Severity
 from ddplint.paths import project_root, relative_uri
@@ -23,8 +24,8 @@ def render(report: Report, options: RenderOptions) -> str:
     root = project_root(options.cwd)
 
     def path_of(finding):
-        uri, relative = relative_uri(finding.path, options.cwd, root)
-        return uri if relative else finding.path
+        uri, relative = relative_uri(finding.path, options.cwd, root, options.absolute_paths)
+        return unquote(uri) if relative else finding.path
 
     active = report.active
     issues = [

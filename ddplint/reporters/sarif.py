@@ -43,12 +43,13 @@ _PROBLEM_SEVERITY = {Severity.ERROR: "error", Severity.WARNING: "warning", Sever
 class _Locator:
     """Turns report paths into SARIF artifact locations."""
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, absolute: bool = False) -> None:
         self.cwd = cwd
         self.root = project_root(cwd)
+        self.absolute = absolute
 
     def artifact(self, path: str) -> om.ArtifactLocation:
-        uri, relative = relative_uri(path, self.cwd, self.root)
+        uri, relative = relative_uri(path, self.cwd, self.root, self.absolute)
         return om.ArtifactLocation(uri=uri, uri_base_id=SRCROOT if relative else None)
 
     def repo_path(self, finding: Finding) -> str:
@@ -110,11 +111,18 @@ def _notification(notice: Notice, locator: _Locator) -> om.Notification:
     )
 
 
+def _srcroot(locator: _Locator) -> dict[str, Any]:
+    base: dict[str, Any] = {"description": {"text": "The repository root (git top-level)."}}
+    if locator.absolute:
+        base["uri"] = locator.root.as_uri() + "/"
+    return base
+
+
 def build_log(report: Report, options: RenderOptions) -> dict[str, Any]:
     """The SARIF log as a JSON-ready dict."""
     rules = all_rules()
     index = {rule.code: i for i, rule in enumerate(rules)}
-    locator = _Locator(options.cwd)
+    locator = _Locator(options.cwd, options.absolute_paths)
     findings = report.findings
     notices = list(report.notices)
     if len(findings) > MAX_RESULTS:
@@ -143,7 +151,7 @@ def build_log(report: Report, options: RenderOptions) -> dict[str, Any]:
         ],
         automation_details=om.RunAutomationDetails(id=options.sarif_category) if options.sarif_category else None,
         column_kind="unicodeCodePoints",
-        original_uri_base_ids={SRCROOT: {"description": {"text": "The repository root (git top-level)."}}},
+        original_uri_base_ids={SRCROOT: _srcroot(locator)},
     )
     log = json.loads(to_json(om.SarifLog(version="2.1.0", schema_uri=SCHEMA_URI, runs=[run])))
     _restore_defaults(log["runs"][0], rules, findings, notices)

@@ -1,0 +1,135 @@
+"""The promises of "What ddplint does not do", each with a test that would
+fail if it were broken; and one rule's bug never hides the others."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, assert_valid_sarif, write
+from ddplint.model import Severity
+from ddplint.rule import _REGISTRY, Rule
+
+BAD = "from torch.utils.data import DataLoader, DistributedSampler\nDataLoader(ds, sampler=DistributedSampler(ds), shuffle=True)\n"
+SENTINEL_MODULE = "import pathlib\npathlib.Path(__file__).with_name('SENTINEL').write_text('imported')\n"
+
+
+def _snapshot(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in root.rglob("*")}
+
+
+def test_check_never_imports_or_runs_user_code(ddplint, tmp_path) -> None:
+    write(tmp_path, {"sitecustom.py": SENTINEL_MODULE, "train.py": "import sitecustom\n" + BAD, "conftest.py": SENTINEL_MODULE})
+    run = ddplint(".", "-j", "1", cwd=tmp_path)
+    assert run.status == 1 and "DDP014" in run.stdout
+    assert not (tmp_path / "SENTINEL").exists()
+
+
+def test_check_opens_no_network_connection(ddplint, monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("ddplint tried to open a network connection")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    run = ddplint("fixtures", "examples", "-j", "1", "--no-cache", "--format", "sarif", cwd=REPO)
+    assert run.status == 1 and "AssertionError" not in run.stderr
+
+
+def test_check_writes_only_its_output_and_cache(ddplint, tmp_path) -> None:
+    write(tmp_path, {"pkg/a.py": BAD, "pkg/b.py": "x = 1\n"})
+    before = _snapshot(tmp_path)
+    ddplint(".", "--no-cache", cwd=tmp_path)
+    assert _snapshot(tmp_path) == before
+    ddplint(".", "--output", "report.txt", cwd=tmp_path)
+    new = set(_snapshot(tmp_path)) - set(before)
+    assert {n.split("/")[0] for n in new} == {"report.txt", ".ddplint_cache"}
+
+
+def test_reports_hold_no_absolute_path_unless_asked(ddplint, tmp_path) -> None:
+    write(tmp_path, {"a.py": BAD})
+    (tmp_path / ".git").mkdir()
+    for fmt in ("json", "sarif", "github", "gitlab"):
+        output = ddplint(str(tmp_path / "a.py"), "--format", fmt, "--no-cache", cwd=tmp_path).stdout
+        assert str(tmp_path) not in output, fmt
+        assert "a.py" in output
+    asked = ddplint(str(tmp_path / "a.py"), "--format", "json", "--absolute-paths", "--no-cache", cwd=tmp_path)
+    assert asked.json()[0]["path"] == str(tmp_path / "a.py")
+
+
+@pytest.fixture
+def crashing_rule():
+    """A rule that raises on every call, registered for one test only."""
+    from ddplint import engine
+
+    class _Crashing(Rule):
+        """
+        ## What it does
+        Test only.
+        ## Why is this bad?
+        Test only.
+        ## Example
+        Test only.
+        ## Use instead
+        Test only.
+        """
+
+        code = "DDP989"
+        name = "test-crashing-rule"
+        severity = Severity.NOTE
+        summary = "Test only."
+
+        def visit_Call(self, node) -> None:
+            raise ZeroDivisionError("a bug in the rule")
+
+    engine._rules_by_code.cache_clear()
+    engine._visitor_rules.cache_clear()
+    yield
+    _REGISTRY.pop("DDP989", None)
+    engine._rules_by_code.cache_clear()
+    engine._visitor_rules.cache_clear()
+
+
+def test_a_crashing_rule_is_isolated(ddplint, tmp_path, crashing_rule, sarif_validator) -> None:
+    write(tmp_path, {"a.py": BAD, "b.py": BAD})
+    run = ddplint(".", "-j", "1", "--no-cache", cwd=tmp_path)
+    assert run.status == 2
+    assert run.stdout.count("DDP014") == 2  # the other rules still report, on every file
+    assert run.stderr.splitlines() == [
+        "a.py: error: internal error in rule DDP989: ZeroDivisionError: a bug in the rule",
+        "b.py: error: internal error in rule DDP989: ZeroDivisionError: a bug in the rule",
+    ]
+    debug = ddplint(".", "-j", "1", "--no-cache", "--debug", cwd=tmp_path)
+    assert "Traceback" in debug.stderr and "ZeroDivisionError" in debug.stderr
+    log = ddplint(".", "-j", "1", "--no-cache", "--format", "sarif", cwd=tmp_path).json()
+    assert_valid_sarif(sarif_validator, log)
+    invocation = log["runs"][0]["invocations"][0]
+    assert invocation["executionSuccessful"] is False
+    assert {n["level"] for n in invocation["toolExecutionNotifications"]} == {"error"}
+    assert all(r["ruleId"] != "DDP989" for r in log["runs"][0]["results"])
+
+
+def test_files_above_max_file_size_are_skipped_with_a_note(ddplint, tmp_path) -> None:
+    write(tmp_path, {"big.py": BAD + "x = 1\n" * 2000, "small.py": BAD, "pyproject.toml": '[tool.ddplint]\nmax-file-size = "10KB"\n'})
+    run = ddplint(".", "--no-cache", cwd=tmp_path)
+    assert "small.py:2:1: DDP014" in run.stdout and "big.py:" not in run.stdout
+    assert run.stderr.startswith("big.py: warning: 12.1 kB is above max-file-size (10.0 kB); not linted")
+    assert run.status == 1
+
+
+def test_language_server_never_runs_workspace_code(tmp_path) -> None:
+    from lsprotocol.types import TextDocumentItem
+    from pygls.workspace import Workspace
+
+    from ddplint.lsp import DdplintServer
+
+    text = "import helper\n" + BAD
+    write(tmp_path, {"helper.py": SENTINEL_MODULE, "train.py": text})
+    server = DdplintServer()
+    server.protocol._workspace = Workspace(tmp_path.as_uri())  # as after `initialize`
+    uri = (tmp_path / "train.py").as_uri()
+    server.workspace.put_text_document(TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+    findings, _ = server.findings(uri)
+    assert [f.rule for f in findings] == ["DDP014"]
+    assert not (tmp_path / "SENTINEL").exists()
