@@ -14,6 +14,19 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+
+hypothesis_settings.register_profile(
+    "ci", max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+hypothesis_settings.register_profile("long", max_examples=50_000, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def pytest_configure(config) -> None:
+    """The bounded fuzz profile unless --hypothesis-profile chose another."""
+    if not config.getoption("hypothesis_profile", None):
+        hypothesis_settings.load_profile("ci")
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
