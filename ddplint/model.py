@@ -86,6 +86,10 @@ class Fix:
     applicability: Applicability = Applicability.SAFE
 
 
+NO_PATH = ""
+NOWHERE = Span(1, 1, 1, 1)
+
+
 @dataclass(frozen=True)
 class Finding:
     """One problem found in one place.
@@ -95,6 +99,10 @@ class Finding:
     ``suppressed`` holds the suppressing comment (e.g. ``# noqa: DDP014``)
     when an in-source suppression matched; suppressed findings never count
     towards the exit status and only SARIF shows them.
+
+    A runtime finding (``ddplint doctor``) is about the machine or the job,
+    not about a file: its ``path`` is empty (`NO_PATH`) and its ``span``
+    meaningless; ``properties`` then holds the measured values.
     """
 
     rule: str
@@ -107,6 +115,12 @@ class Finding:
     fix: Fix | None = None
     snippet: str = ""
     suppressed: str | None = None
+    properties: tuple[tuple[str, object], ...] = ()
+
+    @property
+    def located(self) -> bool:
+        """Whether the finding points into a file (every static finding does)."""
+        return self.path != NO_PATH
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:

@@ -92,3 +92,31 @@ def test_readme_quick_start_has_exactly_two_commands() -> None:
     assert len(commands) == 2
     assert "ddplint examples/" in commands[0] and "pytest" in commands[1]
     assert "torch==2.13.0" in commands[1]
+
+
+def test_runtime_checks_are_registered_and_documented() -> None:
+    from ddplint.runtime.check import Status, all_checks
+
+    checks = all_checks()
+    assert [c.code for c in checks] == [f"RT00{i}" for i in range(1, 9)]
+    assert [c.name for c in checks] == [
+        "shm-capacity", "accelerator-availability", "process-group-handshake", "cpu-oversubscription",
+        "pinned-memory-budget", "worker-memory-growth", "memory-plateau", "environment",
+    ]  # fmt: skip
+    assert {c.code for c in checks if not c.per_rank} == {"RT006", "RT007"}  # the probes: rank 0 only
+    for check in checks:
+        assert check.docs.sections["Why is this bad?"].strip() and check.summary.endswith(".")
+    assert Status("fail") is Status.FAIL
+
+
+def test_docs_runtime_checks_md_is_up_to_date() -> None:
+    from ddplint.docs import checks_reference
+
+    assert (REPO / "docs" / "runtime-checks.md").read_text(encoding="utf-8") == checks_reference(), (
+        "regenerate with: python -m ddplint.docs runtime > docs/runtime-checks.md"
+    )
+
+
+def test_rule_command_shows_a_doctor_check(ddplint) -> None:
+    run = ddplint("rule", "rt003")
+    assert run.status == 0 and run.stdout.startswith("# RT003 process-group-handshake")

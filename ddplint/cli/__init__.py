@@ -11,7 +11,7 @@ import sys
 
 from ddplint import __version__
 
-COMMANDS = ("check", "clean", "rule", "server", "version")
+COMMANDS = ("check", "clean", "doctor", "rule", "server", "version")
 _TOP_LEVEL_OPTIONS = ("-h", "--help", "--version", "-V")
 
 

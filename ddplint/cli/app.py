@@ -1,4 +1,4 @@
-"""The Typer application: `check`, `rule`, `version`.
+"""The Typer application: `check`, `doctor`, `rule`, `clean`, `server`, `version`.
 
 Exit status (all commands): 0 nothing at or above ``--fail-on``; 1 findings
 (or files that could not be read); 2 usage, configuration or internal error.
@@ -128,9 +128,9 @@ def check(
 
 @app.command()
 def rule(
-    code: Annotated[Optional[str], typer.Argument(help="A rule code, e.g. DDP014; omit to list all.")] = None,
+    code: Annotated[Optional[str], typer.Argument(help="A rule or doctor check code, e.g. DDP014 or RT003; omit to list all.")] = None,
 ) -> None:
-    """Show a rule's documentation, or list every rule."""
+    """Show a rule's (or doctor check's) documentation, or list every rule."""
     from ddplint.docs import rule_markdown, rules_table
     from ddplint.rule import all_rules, get_rule
 
@@ -138,9 +138,73 @@ def rule(
         typer.echo(rules_table(all_rules()), nl=False)
         return
     found = get_rule(code)
+    if found is None and code.upper().startswith("RT"):
+        from ddplint.runtime.check import all_checks
+
+        found = next((c for c in all_checks() if c.code == code.upper()), None)
     if found is None:
         raise _fail(f"unknown rule code {code!r} (see `ddplint rule` for the list)")
     typer.echo(rule_markdown(found), nl=False)
+
+
+@app.command()
+def doctor(
+    backend: Annotated[str, typer.Option(help="auto (nccl with CUDA, else gloo), nccl or gloo.")] = "auto",
+    nproc_per_node: Annotated[
+        Optional[int], typer.Option(help="Without torchrun: ranks to start here [default: visible GPUs, or 2 on CPU].")
+    ] = None,
+    num_workers: Annotated[Optional[int], typer.Option(help="DataLoader workers per rank.")] = None,
+    prefetch_factor: Annotated[int, typer.Option(help="Batches prefetched per worker.")] = 2,
+    batch_bytes: Annotated[Optional[str], typer.Option(help="Bytes of one batch, e.g. 64MiB or 2GB.")] = None,
+    shm_gib: Annotated[Optional[float], typer.Option(help="Required free /dev/shm in GiB [default: derived, or 16].")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds every blocking step may take.")] = 60.0,
+    dataset: Annotated[Optional[str], typer.Option(help="module:factory returning a Dataset (RT006 probe).")] = None,
+    step: Annotated[Optional[str], typer.Option(help="module:factory returning a step function (RT007 probe).")] = None,
+    steps: Annotated[int, typer.Option(help="Steps the RT007 probe runs.")] = 100,
+    batch_size: Annotated[int, typer.Option(help="Batch size for the probes.")] = 32,
+    only: Annotated[Optional[List[str]], typer.Option(help="Only these checks (codes/prefixes, comma-separated).")] = None,
+    skip: Annotated[Optional[List[str]], typer.Option(help="Skip these checks.")] = None,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", "--output-format", help="Output format.", case_sensitive=False)
+    ] = OutputFormat.TEXT,
+    output: Annotated[
+        Optional[str], typer.Option("--output", "-o", help="Write the report to FILE ({rank} in it: every rank writes).")
+    ] = None,
+    fail_on: Annotated[
+        Severity, typer.Option(help="Lowest severity that fails the run.", case_sensitive=False)
+    ] = Severity.WARNING,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when checks fail.")] = False,
+    no_color: Annotated[bool, typer.Option("--no-color", help="Never colour the output.")] = False,
+    debug: Annotated[bool, typer.Option(help="Show tracebacks of the user's code and of internal errors.")] = False,
+) -> None:
+    """Check this machine and the job's process group before a distributed run."""
+    from ddplint.cli.doctor import DoctorUsageError, run_doctor
+    from ddplint.runtime.context import DoctorOptions, DoctorRequest
+    from ddplint.sizes import parse_size
+
+    try:
+        size = parse_size(batch_bytes) if batch_bytes is not None else None
+    except ValueError as exc:
+        raise _fail(f"--batch-bytes: {exc}") from None
+    options = DoctorOptions(
+        backend=backend.lower(), nproc_per_node=nproc_per_node, num_workers=num_workers,
+        prefetch_factor=prefetch_factor, batch_bytes=size, shm_gib=shm_gib, timeout=timeout, dataset=dataset,
+        step=step, steps=steps, batch_size=batch_size, only=_split(only), skip=_split(skip), cwd=Path.cwd(),
+    )  # fmt: skip
+    request = DoctorRequest(
+        options=options, output_format=output_format.value, output=output, fail_on=fail_on.value,
+        exit_zero=exit_zero, debug=debug,
+        color=not no_color and "NO_COLOR" not in os.environ and output is None and sys.stdout.isatty(),
+    )  # fmt: skip
+    try:
+        status = run_doctor(request)
+    except DoctorUsageError as exc:
+        raise _fail(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - the last line of defence
+        if debug:
+            raise
+        raise _fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)") from None
+    raise typer.Exit(status)
 
 
 @app.command()

@@ -19,6 +19,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from ddplint.config.selection import is_known_selector
 from ddplint.model import Severity
+from ddplint.sizes import parse_size
 
 PYPROJECT = "pyproject.toml"
 DDPLINT_TOML = "ddplint.toml"
@@ -153,27 +154,15 @@ def _positive_int(value: object) -> int:
     return value
 
 
-_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
-
-
-def parse_size(value: object) -> int:
+def _size(value: object) -> int:
     """Bytes from an int or a string such as ``"5MB"``/``"512KiB"``."""
-    if isinstance(value, bool):
-        raise TypeError("expected a size such as 5MB, got bool")
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f"expected a size such as 5MB, got {_type_name(value)}")
     if isinstance(value, int):
         if value < 1:
             raise ValueError(f"expected a positive size, got {value}")
         return value
-    if isinstance(value, str):
-        import re
-
-        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", value)
-        if match and match.group(2).lower() in _SIZE_UNITS:
-            size = int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
-            if size >= 1:
-                return size
-        raise ValueError(f"expected a size such as 5MB or 512KiB, got {value!r}")
-    raise TypeError(f"expected a size such as 5MB, got {_type_name(value)}")
+    return parse_size(value)
 
 
 def _level(value: object) -> Severity:
@@ -192,6 +181,6 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "extend-exclude": ("extend_exclude", _string_list("glob patterns")),
     "rank-names": ("rank_names", _string_list("names")),
     "max-workers-per-rank": ("max_workers_per_rank", _positive_int),
-    "max-file-size": ("max_file_size", parse_size),
+    "max-file-size": ("max_file_size", _size),
     "fail-on": ("fail_on", _level),
 }

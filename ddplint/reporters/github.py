@@ -22,8 +22,11 @@ def _escape_property(text: str) -> str:
 
 
 def annotation(finding: Finding) -> str:
-    """The workflow command for one finding."""
+    """The workflow command for one finding (a runtime finding: no file)."""
     span = finding.span
+    if not finding.located:
+        title = _escape_property(f"{finding.rule} {finding.name}")
+        return f"::{_COMMAND[finding.severity]} title={title}::{_escape_data(finding.message)}"
     properties = ",".join(
         f"{key}={_escape_property(str(value))}"
         for key, value in (

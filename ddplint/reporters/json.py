@@ -20,7 +20,16 @@ def _span(span: Span) -> dict[str, int]:
 
 
 def finding_object(finding: Finding, fingerprint: str) -> dict[str, Any]:
-    """One finding as a JSON-ready dict."""
+    """One finding as a JSON-ready dict (a runtime finding: no path or positions, its measured values)."""
+    if not finding.located:
+        return {
+            "rule": finding.rule,
+            "name": finding.name,
+            "severity": finding.severity.value,
+            "message": finding.message,
+            "path": None,
+            "properties": dict(finding.properties),
+        }
     fix = finding.fix
     return {
         "rule": finding.rule,

@@ -27,7 +27,7 @@ from ddplint.model import Finding, Notice, NoticeLevel, Severity, Span
 from ddplint.paths import project_root, relative_uri
 from ddplint.reporters import RenderOptions
 from ddplint.reporters.fingerprint import fingerprints
-from ddplint.rule import Rule, all_rules
+from ddplint.rule import all_rules
 from ddplint.report import Report
 
 #: GitHub code scanning accepts at most this many results per run.
@@ -67,7 +67,8 @@ class _Locator:
         )
 
 
-def _descriptor(rule: type[Rule]) -> om.ReportingDescriptor:
+def _descriptor(rule: Any) -> om.ReportingDescriptor:
+    """A rule's (or runtime check's) entry in `tool.driver.rules`."""
     markdown = rule_markdown(rule)
     return om.ReportingDescriptor(
         id=rule.code,
@@ -80,7 +81,7 @@ def _descriptor(rule: type[Rule]) -> om.ReportingDescriptor:
         help_uri=help_uri(rule),
         default_configuration=om.ReportingConfiguration(level=rule.severity.value),
         properties={
-            "tags": ["pytorch", "distributed", *rule.tags],
+            "tags": list(dict.fromkeys(["pytorch", "distributed", *rule.tags])),
             "precision": "high",
             "problem.severity": _PROBLEM_SEVERITY[rule.severity],
         },
@@ -88,6 +89,15 @@ def _descriptor(rule: type[Rule]) -> om.ReportingDescriptor:
 
 
 def _result(finding: Finding, index: int, fingerprint: str, locator: _Locator) -> om.Result:
+    if not finding.located:  # a runtime finding: about the machine, measured values attached
+        return om.Result(
+            rule_id=finding.rule,
+            rule_index=index,
+            level=finding.severity.value,
+            message=om.Message(text=finding.message),
+            partial_fingerprints={FINGERPRINT_KEY: fingerprint},
+            properties=dict(finding.properties) or None,
+        )
     related = [
         om.Location(id=i, physical_location=locator.physical(r.path, r.span), message=om.Message(text=r.message))
         for i, r in enumerate(finding.related, start=1)
@@ -104,10 +114,11 @@ def _result(finding: Finding, index: int, fingerprint: str, locator: _Locator) -
 
 
 def _notification(notice: Notice, locator: _Locator) -> om.Notification:
+    location = om.Location(physical_location=om.PhysicalLocation(artifact_location=locator.artifact(notice.path)))
     return om.Notification(
         message=om.Message(text=notice.message),
         level=notice.level.value,
-        locations=[om.Location(physical_location=om.PhysicalLocation(artifact_location=locator.artifact(notice.path)))],
+        locations=[location] if notice.path else None,
     )
 
 
@@ -118,9 +129,19 @@ def _srcroot(locator: _Locator) -> dict[str, Any]:
     return base
 
 
-def build_log(report: Report, options: RenderOptions) -> dict[str, Any]:
-    """The SARIF log as a JSON-ready dict."""
-    rules = all_rules()
+def build_log(
+    report: Report,
+    options: RenderOptions,
+    catalogue: tuple[Any, ...] | None = None,
+    invocation_properties: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The SARIF log as a JSON-ready dict.
+
+    `catalogue` is what `tool.driver.rules` lists: the static rules by
+    default, the runtime checks for `ddplint doctor`, whose environment
+    record goes into `invocation_properties`.
+    """
+    rules = all_rules() if catalogue is None else catalogue
     index = {rule.code: i for i, rule in enumerate(rules)}
     locator = _Locator(options.cwd, options.absolute_paths)
     findings = report.findings
@@ -147,6 +168,7 @@ def build_log(report: Report, options: RenderOptions) -> dict[str, Any]:
             om.Invocation(
                 execution_successful=not any(n.internal for n in notices),
                 tool_execution_notifications=[_notification(n, locator) for n in notices] or None,
+                properties=invocation_properties,
             )
         ],
         automation_details=om.RunAutomationDetails(id=options.sarif_category) if options.sarif_category else None,
@@ -159,7 +181,7 @@ def build_log(report: Report, options: RenderOptions) -> dict[str, Any]:
 
 
 def _restore_defaults(
-    run: dict[str, Any], rules: tuple[type[Rule], ...], findings: list[Finding], notices: list[Notice]
+    run: dict[str, Any], rules: tuple[Any, ...], findings: list[Finding], notices: list[Notice]
 ) -> None:
     """Put back what `to_json` dropped as schema defaults, and add suppressions."""
     for descriptor, rule in zip(run["tool"]["driver"]["rules"], rules):

@@ -1,0 +1,113 @@
+"""One rank's part in `ddplint doctor`: check in, run the checks, send the
+results to rank 0; on rank 0, run the probes and write the report."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ddplint.model import Severity
+from ddplint.reporters import OutputFormat, RenderOptions
+from ddplint.runtime.check import Check, CheckResult, Status, all_checks
+from ddplint.runtime.context import DoctorRequest, RankContext, RankInfo, bind_device
+from ddplint.runtime.deadline import abandoned, call_with_timeout
+from ddplint.runtime.exchange import gather_results
+from ddplint.runtime.probes.loader import ProbeError, resolve
+from ddplint.runtime.rendezvous import Rendezvous
+from ddplint.runtime.report import DoctorReport
+from ddplint.runtime.render import render
+
+
+def _device(local_rank: int) -> str:
+    import torch
+
+    if torch.cuda.is_available() and local_rank < torch.cuda.device_count():
+        return f"cuda:{local_rank}"
+    return "cpu"
+
+
+def _run_check(check: type[Check], ctx: RankContext, debug: bool) -> CheckResult:
+    """A check's result; an exception (the user's code, or a bug) becomes an error result."""
+    try:
+        return check().run(ctx)
+    except Exception as exc:  # noqa: BLE001 - reported as the check's outcome
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        summary = f"could not run: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:300]}"
+        return CheckResult(check.code, Status.ERROR, summary)
+
+
+def _factories(request: DoctorRequest) -> dict[str, Any]:
+    """Import the user's probe factories (rank 0 only), or raise `ProbeError`."""
+    options = request.options
+    wanted = {"dataset": ("--dataset", options.dataset, "RT006"), "step": ("--step", options.step, "RT007")}
+    return {
+        key: resolve(option, reference, options.cwd)
+        for key, (option, reference, code) in wanted.items() if reference and options.wants(code)
+    }  # fmt: skip
+
+
+def _write(text: str, output: str | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    Path(output).write_text(text, encoding="utf-8")
+
+
+def _teardown(timeout: float) -> None:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        call_with_timeout(dist.destroy_process_group, timeout)
+
+
+def run_rank(request: DoctorRequest) -> int:
+    """This process's rank of the doctor; returns its exit status."""
+    import torch
+
+    options = request.options
+    info = RankInfo.from_environment() or RankInfo.single()
+    try:
+        factories = _factories(request) if info.rank == 0 else {}
+    except ProbeError as exc:
+        print(f"ddplint: error: {exc}", file=sys.stderr)
+        if request.debug and exc.__cause__ is not None:
+            import traceback
+
+            traceback.print_exception(type(exc.__cause__), exc.__cause__, exc.__cause__.__traceback__)
+        return 2
+    device = _device(info.local_rank)
+    bind_device(device)
+    backend = options.resolved_backend(torch.cuda.is_available())
+    ctx = RankContext(options, info, backend, device, factories=factories)
+    ctx.rendezvous = Rendezvous.join(info, options.timeout)
+    selected = [c for c in all_checks() if options.wants(c.code)]
+    results = [_run_check(c, ctx, request.debug) for c in selected if c.per_rank]
+    payload = {"info": info.to_json(), "device": device, "results": [r.to_json() for r in results]}
+    gathered = gather_results(ctx, payload)
+    status = 0
+    if info.rank == 0:
+        probes = [_run_check(c, ctx, request.debug) for c in selected if not c.per_rank]
+        status = _report(request, DoctorReport.build(gathered or [payload], probes, backend), request.output_for(0))
+    elif request.writes(info.rank):  # its own report; exit 0, or torchrun would stop rank 0 mid-report
+        _report(request, DoctorReport.build([payload], [], backend), request.output_for(info.rank))
+    _teardown(options.timeout)
+    if abandoned.is_set():  # a step hung in C++: the interpreter could not exit cleanly
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    return status
+
+
+def _report(request: DoctorRequest, report: DoctorReport, output: str | None) -> int:
+    fmt = OutputFormat(request.output_format)
+    options = RenderOptions(cwd=request.options.cwd, color=request.color and output is None)
+    _write(render(report, fmt, options), output)
+    for error in report.errors():
+        print(f"ddplint: error: {error}", file=sys.stderr)
+    return report.exit_status(Severity.parse(request.fail_on), request.exit_zero)
