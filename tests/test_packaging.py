@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,8 +17,12 @@ from conftest import REPO
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    source = tmp_path_factory.mktemp("source") / "ddplint"  # no stale build/ of a developer's checkout
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".git", "build", "dist", "*.egg-info", "__pycache__", ".venv", ".ddplint_cache", ".hypothesis", ".pytest_cache"
+    ))  # fmt: skip
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(source)],
         check=True,
         timeout=600,
     )
@@ -31,6 +36,8 @@ def test_wheel_layout(wheel: Path) -> None:
     assert "ddplint/rules/ddp014_sampler_shuffle_conflict.py" in names
     assert not any(n.startswith("rules/") for n in names)
     assert not any(n.startswith(("tests/", "fixtures/", "examples/")) for n in names)
+    sources = {p.relative_to(REPO).as_posix() for p in (REPO / "ddplint").rglob("*.py") if "__pycache__" not in p.parts}
+    assert sources <= set(names), f"modules missing from the wheel: {sorted(sources - set(names))}"
 
 
 def test_wheel_metadata_keeps_torch_optional(wheel: Path) -> None:
