@@ -57,3 +57,22 @@ def test_installed_package_imports_rules_as_subpackage(tmp_path: Path) -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr or "a top-level `rules` module is importable"
+
+
+@pytest.mark.slow
+def test_base_install_lints_without_torch_and_doctor_says_how_to_get_it(wheel: Path, tmp_path: Path) -> None:
+    """A fresh venv with the wheel and its base dependencies only, as pre-commit builds it."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    bin_dir = venv / ("Scripts" if sys.platform == "win32" else "bin")
+    subprocess.run([str(bin_dir / "pip"), "install", "--quiet", str(wheel)], check=True, timeout=600)
+    has_torch = subprocess.run([str(bin_dir / "python"), "-c", "import torch"], capture_output=True)
+    assert has_torch.returncode != 0, "the base install pulled torch"
+    (tmp_path / "train.py").write_text(
+        "import torch.distributed as dist\nif dist.get_rank() == 0:\n    dist.barrier()\n", encoding="utf-8"
+    )
+    lint = subprocess.run([str(bin_dir / "ddplint"), "train.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert lint.returncode == 1 and "DDP001" in lint.stdout, lint.stderr
+    doctor = subprocess.run([str(bin_dir / "ddplint"), "doctor"], cwd=tmp_path, capture_output=True, text=True)
+    assert doctor.returncode == 2
+    assert doctor.stderr.strip() == "ddplint: error: ddplint doctor needs torch: pip install 'ddplint[runtime]'"
