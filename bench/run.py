@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+"""ddplint's benchmark: real training code, measured side by side in one run.
+
+    python bench/run.py                  # mixed subset, 3 runs each, peers included
+    python bench/run.py --full --runs 1  # the whole pinned corpus too
+
+It downloads the pinned corpus (bench/corpus.txt: PyPI packages of training
+code) into a cache directory outside the repository (default
+~/.cache/ddplint-bench; never commit it), keeps their .py files, and times
+whole processes with GNU `time` (wall seconds and peak RSS; the median of the
+runs is reported). Peers (TorchFix, Fixit, Ruff) are installed into their own
+virtual environments in the same cache. The result is a Markdown report
+(default docs/performance.md). A shared machine is noisy: compare the ratios
+within one report, not absolute times across reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SUBSET = ("timm", "mmengine", "accelerate")
+PEER_SUBSET = ("accelerate", "pytorch_ignite")
+PEERS = {"torchfix": "torchfix==0.7.0", "fixit": "fixit==2.2.1", "ruff": "ruff==0.17.6"}
+SINGLE_FILE = "transformers/trainer.py"
+
+PARSE = """
+import sys, libcst
+for path in open(sys.argv[1]).read().split("\\0"):
+    try:
+        libcst.parse_module(open(path, encoding="utf-8", errors="replace").read())
+    except Exception:
+        pass
+"""
+METADATA = """
+import sys, libcst
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider
+for path in open(sys.argv[1]).read().split("\\0"):
+    try:
+        wrapper = MetadataWrapper(libcst.parse_module(open(path, encoding="utf-8", errors="replace").read()))
+        wrapper.resolve_many([PositionProvider, ParentNodeProvider, ScopeProvider, QualifiedNameProvider])
+    except Exception:
+        pass
+"""
+RELINT = """
+import sys, time, libcst
+from ddplint.config import Settings
+from ddplint.engine import check_source
+text = open(sys.argv[1], encoding="utf-8").read()
+settings = Settings.all_rules()
+check_source("warmup.py", text, settings)
+def best(fn):
+    times = []
+    for _ in range(5):
+        start = time.perf_counter(); fn(); times.append(time.perf_counter() - start)
+    return min(times)
+parse = best(lambda: libcst.parse_module(text))
+relint = best(lambda: check_source("trainer.py", text, settings))
+print(parse, relint)
+"""
+
+
+@dataclass
+class Measure:
+    label: str
+    seconds: float
+    peak_mib: float
+    files: int
+    lines: int
+
+
+def fetch(cache: Path) -> Path:
+    """Download and unpack the pinned corpus; return the source directory."""
+    source = cache / "src"
+    pins = [line.strip() for line in (HERE / "corpus.txt").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    downloads = cache / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    for pin in pins:
+        name = pin.split("==")[0].replace("-", "_")
+        target = source / name
+        if target.exists():
+            continue
+        with tempfile.TemporaryDirectory(dir=cache) as scratch:
+            pip = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", scratch, pin]
+            if subprocess.run([*pip, "--no-binary", ":all:"], capture_output=True).returncode != 0:
+                subprocess.run([*pip, "--only-binary", ":all:"], check=True, capture_output=True)
+            (archive,) = Path(scratch).iterdir()
+            _extract_python(archive, target)
+    return source
+
+
+def _extract_python(archive: Path, target: Path) -> None:
+    target.mkdir(parents=True)
+    if archive.suffix == ".whl" or archive.suffix == ".zip":
+        with zipfile.ZipFile(archive) as z:
+            for name in z.namelist():
+                if name.endswith(".py"):
+                    z.extract(name, target)
+    else:
+        with tarfile.open(archive) as t:
+            members = [m for m in t.getmembers() if m.isfile() and m.name.endswith(".py")]
+            t.extractall(target, members=members, filter="data") if sys.version_info >= (3, 12) else t.extractall(target, members=members)
+
+
+def python_files(roots: list[Path]) -> list[Path]:
+    return sorted(p for root in roots for p in root.rglob("*.py"))
+
+
+def count_lines(files: list[Path]) -> int:
+    return sum(p.read_bytes().count(b"\n") for p in files)
+
+
+def timed(command: list[str], runs: int, cwd: Path | None = None, env: dict | None = None) -> tuple[float, float]:
+    """(median wall seconds, median peak RSS MiB) of `runs` runs."""
+    walls, peaks = [], []
+    for _ in range(runs):
+        with tempfile.NamedTemporaryFile("r") as report:
+            gnu_time = ["/usr/bin/time", "-f", "%e %M", "-o", report.name] if Path("/usr/bin/time").exists() else []
+            start = time.perf_counter()
+            subprocess.run([*gnu_time, *command], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wall = time.perf_counter() - start
+            if gnu_time:
+                seconds, kib = report.read().split()[-2:]
+                wall, peak = float(seconds), int(kib) / 1024
+            else:
+                peak = float("nan")
+        walls.append(wall)
+        peaks.append(peak)
+    return statistics.median(walls), statistics.median(peaks)
+
+
+def file_list(files: list[Path], scratch: Path, name: str) -> Path:
+    path = scratch / f"{name}.files"
+    path.write_text("\0".join(map(str, files)))
+    return path
+
+
+def peer_env(cache: Path, name: str, requirement: str) -> Path:
+    """A virtual environment with one peer tool; its bin directory."""
+    venv = cache / "peers" / name
+    binary = venv / "bin"
+    if not (binary / name).exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(binary / "pip"), "install", "--quiet", requirement], check=True)
+    return binary
+
+
+def measure_set(
+    label: str, roots: list[Path], runs: int, scratch: Path, cache: Path, metadata: bool = True
+) -> list[Measure]:
+    files = python_files(roots)
+    lines = count_lines(files)
+    listing = file_list(files, scratch, label)
+    ddplint = [sys.executable, "-m", "ddplint", "check", "--exit-zero", "-q", *map(str, roots)]
+    cache_dir = scratch / f"cache-{label}"
+    rows = [
+        ("bare `libcst.parse_module` (1 process)", [sys.executable, "-c", PARSE, str(listing)]),
+        ("parse + Position/Parent/Scope/QualifiedName providers", [sys.executable, "-c", METADATA, str(listing)]),
+        ("ddplint -j1 --no-cache --no-prefilter", [*ddplint, "-j1", "--no-cache", "--no-prefilter"]),
+        ("ddplint -j1 --no-cache", [*ddplint, "-j1", "--no-cache"]),
+        ("ddplint (default -j) --no-cache", [*ddplint, "--no-cache"]),
+        ("ddplint (default -j), cold cache", [*ddplint, "--cache-dir", str(cache_dir)]),
+        ("ddplint (default -j), warm cache", [*ddplint, "--cache-dir", str(cache_dir)]),
+    ]
+    if not metadata:  # about 10x the parse: too slow for the whole corpus
+        rows = [r for r in rows if "providers" not in r[0]]
+    measures = []
+    for name, command in rows:
+        if "providers" in name:
+            seconds, peak = timed(command, 1)
+        elif "cold" in name:
+            shutil.rmtree(cache_dir, ignore_errors=True)
+            seconds, peak = timed(command, 1)
+        else:
+            seconds, peak = timed(command, runs)
+        measures.append(Measure(name, seconds, peak, len(files), lines))
+    return measures
+
+
+def measure_peers(roots: list[Path], runs: int, cache: Path) -> list[Measure]:
+    files = python_files(roots)
+    lines = count_lines(files)
+    paths = list(map(str, roots))
+    commands = {
+        "torchfix": lambda b: [str(b / "torchfix"), *paths],
+        "fixit": lambda b: [str(b / "fixit"), "lint", *paths],
+        "ruff": lambda b: [str(b / "ruff"), "check", "--no-cache", "--exit-zero", "--quiet", *paths],
+    }
+    measures = [
+        Measure("ddplint (default -j) --no-cache", *timed([sys.executable, "-m", "ddplint", "check", "--exit-zero", "-q", "--no-cache", *paths], runs), len(files), lines),
+        Measure("bare `libcst.parse_module` (1 process)", *timed([sys.executable, "-c", PARSE, str(file_list(files, cache, "peers"))], runs), len(files), lines),
+    ]
+    for name, requirement in PEERS.items():
+        try:
+            binary = peer_env(cache, name, requirement)
+        except subprocess.CalledProcessError:
+            continue
+        measures.append(Measure(f"{name} (its defaults)", *timed(commands[name](binary), runs), len(files), lines))
+    return measures
+
+
+def measure_latency(source: Path, runs: int) -> list[tuple[str, float]]:
+    trainer = next(source.rglob(SINGLE_FILE), None)
+    rows = [("`ddplint --version`", timed([sys.executable, "-m", "ddplint", "--version"], max(runs, 5))[0])]
+    if trainer is None:
+        return rows
+    parse = timed([sys.executable, "-c", f"import libcst; libcst.parse_module(open({str(trainer)!r}).read())"], runs)[0]
+    lint = timed([sys.executable, "-m", "ddplint", "check", "--no-cache", "--exit-zero", "-q", str(trainer)], runs)[0]
+    rows += [("`import libcst` + parse trainer.py (process)", parse), ("ddplint trainer.py (process)", lint)]
+    out = subprocess.run([sys.executable, "-c", RELINT, str(trainer)], capture_output=True, text=True).stdout.split()
+    if len(out) == 2:
+        rows += [("in-process parse of trainer.py", float(out[0])), ("LSP re-lint of trainer.py (in process)", float(out[1]))]
+    return rows
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        model = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+        cpu = model
+    except (OSError, StopIteration):
+        pass
+    from importlib.metadata import version
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{cores} CPUs ({cpu}), Python {platform.python_version()}, libcst {version('libcst')}, ddplint {version('ddplint')}"
+
+
+def table(measures: list[Measure], base: str) -> str:
+    reference = next(m.seconds for m in measures if m.label == base)
+    rows = ["| Command | Files | Lines | Seconds | Lines/s | × bare parse | Peak MiB |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for m in measures:
+        rows.append(
+            f"| {m.label} | {m.files} | {m.lines} | {m.seconds:.2f} | {m.lines / m.seconds:,.0f} | "
+            f"{m.seconds / reference:.2f} | {m.peak_mib:.0f} |"
+        )
+    return "\n".join(rows)
+
+
+def targets(subset: list[Measure], peers: list[Measure], latency: list[tuple[str, float]]) -> str:
+    """The issue's targets as ratios measured in this run."""
+    peer = {m.label: m.seconds for m in peers}
+    lat = dict(latency)
+    rows = []
+
+    def row(target: str, value: float | None, fmt: str = "{:.2f}") -> None:
+        rows.append(f"| {target} | {'n/a' if value is None else fmt.format(value)} |")
+
+    def ratio(a: dict, x: str, y: str) -> float | None:
+        return a[x] / a[y] if x in a and y in a and a[y] else None
+
+    sub = {m.label: m.seconds for m in subset}
+    base = "bare `libcst.parse_module` (1 process)"
+    row("ddplint -j1 / bare parse (target <= 1.0)", ratio(sub, "ddplint -j1 --no-cache", base))
+    row("-j1 / default -j (target >= 1.7)", ratio(sub, "ddplint -j1 --no-cache", "ddplint (default -j) --no-cache"))
+    row("cold / warm cache (target >= 20)", ratio(sub, "ddplint (default -j), cold cache", "ddplint (default -j), warm cache"))
+    for name in ("torchfix", "fixit"):
+        row(f"{name} / ddplint default -j (target >= 10)", ratio(peer, f"{name} (its defaults)", "ddplint (default -j) --no-cache"))
+    row("ddplint trainer.py / import libcst + parse (target <= 1.5)",
+        ratio(lat, "ddplint trainer.py (process)", "`import libcst` + parse trainer.py (process)"))
+    row("LSP re-lint / in-process parse (target <= 2.0)",
+        ratio(lat, "LSP re-lint of trainer.py (in process)", "in-process parse of trainer.py"))
+    row("`ddplint --version` ms (target <= 80)", lat.get("`ddplint --version`", 0) * 1000, "{:.0f}")
+    return "| Target (mixed subset unless named) | Measured |\n|---|---:|\n" + "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "ddplint-bench")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--full", action="store_true", help="also measure the whole corpus (slow)")
+    parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument("--output", type=Path, default=REPO / "docs" / "performance.md")
+    args = parser.parse_args()
+    source = fetch(args.cache)
+    scratch = Path(tempfile.mkdtemp(prefix="ddplint-bench-"))
+    base = "bare `libcst.parse_module` (1 process)"
+    sections = [f"# Performance\n\nMeasured by `python bench/run.py` on {machine()}, {time.strftime('%Y-%m-%d')}.\n"
+                "Medians of whole-process runs; ratios are within this run.\n"]
+    def add(section: str) -> None:  # written as it goes: a long run that dies keeps what it measured
+        sections.append(section)
+        args.output.write_text("\n\n".join(sections) + "\n", encoding="utf-8")
+
+    subset = [source / name for name in SUBSET if (source / name).exists()]
+    subset_measures = measure_set("subset", subset, args.runs, scratch, args.cache)
+    add("## Mixed subset (timm + mmengine + accelerate)\n\n" + table(subset_measures, base))
+    if args.full:
+        everything = sorted(p for p in source.iterdir() if p.is_dir())
+        add("## Whole corpus\n\n" + table(measure_set("full", everything, 1, scratch, args.cache, metadata=False), base))
+    peer_measures: list[Measure] = []
+    if not args.no_peers:
+        peers = [source / name for name in PEER_SUBSET if (source / name).exists()]
+        peer_measures = measure_peers(peers, args.runs, args.cache)
+        add("## Peers (accelerate + pytorch-ignite)\n\n" + table(peer_measures, base))
+    latency = measure_latency(source, args.runs)
+    add("## Latency\n\n| What | Seconds |\n|---|---:|\n" + "\n".join(f"| {n} | {s:.3f} |" for n, s in latency))
+    add("## Targets\n\n" + targets(subset_measures, peer_measures, latency))
+    print(args.output.read_text())
+    json.dump({"output": str(args.output)}, sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
