@@ -23,10 +23,11 @@ from ddplint import __version__
 from ddplint.config.settings import Settings
 from ddplint.engine import FileResult
 from ddplint.model import Applicability, Edit, Finding, Fix, Notice, NoticeLevel, Related, Severity, Span
+from ddplint.project.summary import ModuleSummary
 
 CACHE_DIR_NAME = ".ddplint_cache"
 ENV_CACHE_DIR = "DDPLINT_CACHE_DIR"
-_FORMAT = 1
+_FORMAT = 2
 
 
 def default_cache_dir(project_root: Path) -> Path:
@@ -35,10 +36,13 @@ def default_cache_dir(project_root: Path) -> Path:
     return Path(configured) if configured else project_root / CACHE_DIR_NAME
 
 
-def entry_key(data: bytes, display: str, settings: Settings) -> str:
-    """The cache key of linting `data` shown as `display` with `settings`."""
+def entry_key(data: bytes, display: str, settings: Settings, extra: str = "") -> str:
+    """The cache key of linting `data` shown as `display` with `settings`;
+    `extra` names what else the result depends on (the facts of the
+    file's imports, whether a summary is wanted)."""
     digest = hashlib.sha256()
-    for part in (__version__.encode(), str(_FORMAT).encode(), display.encode(), settings.key().encode(), data):
+    parts = (__version__.encode(), str(_FORMAT).encode(), display.encode(), settings.key().encode(), extra.encode(), data)
+    for part in parts:
         digest.update(len(part).to_bytes(8, "little"))
         digest.update(part)
     return digest.hexdigest()
@@ -116,6 +120,7 @@ def _encode(result: FileResult) -> dict[str, Any]:
             for f in result.findings
         ],
         "notices": [[n.path, n.message, n.level.value] for n in result.notices],
+        "summary": None if result.summary is None else result.summary.to_json(),
     }  # fmt: skip
 
 
@@ -132,4 +137,5 @@ def _decode(data: dict[str, Any]) -> FileResult:
         for f in data["findings"]
     )  # fmt: skip
     notices = tuple(Notice(p, m, NoticeLevel(level)) for p, m, level in data["notices"])
-    return FileResult(findings, notices, bool(data["parsed"]))
+    summary = data.get("summary")
+    return FileResult(findings, notices, bool(data["parsed"]), None if summary is None else ModuleSummary.from_json(summary))

@@ -24,7 +24,12 @@ from ddplint.config.loader import ConfigError
 from ddplint.config.resolver import ConfigResolver
 from ddplint.docs import help_uri
 from ddplint.engine import check_source
+from ddplint.cache import Cache, default_cache_dir
 from ddplint.model import Finding, Severity, Span
+from ddplint.paths import project_root
+from ddplint.project.facts import FileFacts
+from ddplint.project.index import ProjectIndex
+from ddplint.runner import project_index, single_file_facts
 from ddplint.rule import get_rule
 
 DEBOUNCE_SECONDS = 0.3
@@ -67,6 +72,8 @@ class DdplintServer(LanguageServer):
         super().__init__(SOURCE, __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full)
         self._resolvers: dict[Path, ConfigResolver] = {}
         self._pending: dict[str, asyncio.TimerHandle] = {}
+        #: The whole-project facts of each workspace root, as saved on disk.
+        self._indexes: dict[Path, ProjectIndex] = {}
 
     def resolver_for(self, path: Path) -> ConfigResolver:
         """The resolver of the workspace folder holding `path` (cached)."""
@@ -86,6 +93,20 @@ class DdplintServer(LanguageServer):
     def forget_configs(self) -> None:
         """A config file changed: resolve afresh."""
         self._resolvers.clear()
+        self._indexes.clear()
+
+    def forget_project(self, path: Path) -> None:
+        """A file was saved: the project's facts on disk may have changed."""
+        self._indexes.pop(self._root_of(path), None)
+
+    def project_facts(self, path: Path, text: str, resolver: ConfigResolver) -> FileFacts:
+        """What the saved project knows about the helpers `text` imports."""
+        root = self._root_of(path)
+        index = self._indexes.get(root)
+        if index is None:
+            cache = Cache(default_cache_dir(project_root(root)))
+            index = self._indexes[root] = project_index(root, resolver, cache)
+        return single_file_facts(index, path, text, [root])
 
     def findings(self, uri: str) -> tuple[list[Finding], list[str]]:
         """Lint the open document: (active findings, its lines)."""
@@ -98,7 +119,8 @@ class DdplintServer(LanguageServer):
             shown = str(path.relative_to(resolver.cwd))
         except ValueError:
             shown = str(path)
-        result = check_source(shown, document.source, resolver.settings_for(path))
+        facts = self.project_facts(path, document.source, resolver)
+        result = check_source(shown, document.source, resolver.settings_for(path), facts=facts)
         for notice in result.notices:
             self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=f"{notice.path}: {notice.message}"))
         return [f for f in result.findings if f.suppressed is None], document.source.splitlines()
@@ -110,7 +132,8 @@ class DdplintServer(LanguageServer):
         except ConfigError as exc:
             self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"ddplint: {exc}"))
             return
-        diagnostics = [self.diagnostic(f, lines, uri) for f in findings]
+        root = self.resolver_for(uri_to_path(uri)).cwd
+        diagnostics = [self.diagnostic(f, lines, uri, root) for f in findings]
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
 
     def publish_later(self, uri: str) -> None:
@@ -122,13 +145,17 @@ class DdplintServer(LanguageServer):
         self._pending[uri] = loop.call_later(DEBOUNCE_SECONDS, self.publish, uri)
 
     @staticmethod
-    def diagnostic(finding: Finding, lines: list[str], uri: str) -> lsp.Diagnostic:
-        """A finding as an LSP diagnostic."""
+    def diagnostic(finding: Finding, lines: list[str], uri: str, root: Path | None = None) -> lsp.Diagnostic:
+        """A finding as an LSP diagnostic; related locations in other files
+        (an imported helper) are relative to the workspace `root`."""
         rule = get_rule(finding.rule)
-        related = [
-            lsp.DiagnosticRelatedInformation(location=lsp.Location(uri=uri, range=to_range(r.span, lines)), message=r.message)
-            for r in finding.related
-        ]
+        related = []
+        for r in finding.related:
+            if r.path == finding.path or root is None:
+                location = lsp.Location(uri=uri, range=to_range(r.span, lines))
+            else:
+                location = lsp.Location(uri=(root / r.path).resolve().as_uri(), range=to_range(r.span, []))
+            related.append(lsp.DiagnosticRelatedInformation(location=location, message=r.message))
         return lsp.Diagnostic(
             range=to_range(finding.span, lines),
             message=finding.message,
@@ -159,6 +186,7 @@ def did_save(ls: DdplintServer, params: lsp.DidSaveTextDocumentParams) -> None:
     if uri.endswith(_CONFIG_FILES):
         ls.forget_configs()
         return
+    ls.forget_project(uri_to_path(uri))
     ls.publish(uri)
 
 

@@ -6,6 +6,7 @@ below it is pure. Every file is independent of the others.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import sys
@@ -18,12 +19,19 @@ from ddplint.config.resolver import ConfigResolver
 from ddplint.config.settings import Settings
 from ddplint.discovery import SourceFile, discover
 from ddplint.engine import FileResult, check_bytes
+from ddplint.engine.source import SourceProblem, python_ast
 from ddplint.model import Notice
+from ddplint.project.facts import NO_FACTS, FileFacts
+from ddplint.project.index import ModuleEntry, ProjectIndex, module_names, project_roots
+from ddplint.project.summary import ModuleSummary, imports_summary
 from ddplint.report import Report
 
 
 #: Below this many files to lint, a process pool costs more than it saves.
 MIN_FILES_FOR_POOL = 8
+#: Rounds of re-linting files whose imported facts changed (each round can
+#: only add facts; real import chains settle in one or two).
+MAX_PROJECT_ROUNDS = 4
 
 
 def available_cpus() -> int:
@@ -41,6 +49,13 @@ class _Task:
     settings: Settings
     key: str | None
     prefilter: bool = True
+    facts: FileFacts = NO_FACTS
+    summarize: bool = False
+    path: Path | None = None
+
+    def with_facts(self, facts: FileFacts, cache: Cache | None) -> _Task:
+        key = entry_key(self.data, self.display, self.settings, "facts:" + facts.digest()) if cache else None
+        return dataclasses.replace(self, facts=facts, key=key)
 
 
 def lint_paths(
@@ -50,12 +65,15 @@ def lint_paths(
     jobs: int = 1,
     cache: Cache | None = None,
     prefilter: bool = True,
+    project: bool = True,
 ) -> Report:
     """Lint files and directories; missing paths must be rejected before.
 
     With `jobs` > 1 the files are linted in a process pool, largest first;
     the report is the same as with one job. `cache` skips files whose
-    bytes, path, settings and ddplint version were linted before.
+    bytes, path, settings and ddplint version were linted before. With
+    `project`, helpers imported from other linted files are resolved (see
+    `ddplint.project`); without, each file is analysed on its own.
     """
     resolver = resolver or ConfigResolver()
     found = discover(paths, resolver, force_exclude=force_exclude)
@@ -68,18 +86,91 @@ def lint_paths(
             report.add(FileResult(notices=(Notice(source.display, f"cannot read file: {exc.strerror or exc}"),)))
             continue
         settings = resolver.settings_for(source.path)
-        key = entry_key(data, source.display, settings) if cache is not None else None
-        cached = cache.get(key) if cache is not None and key is not None else None
-        if cached is not None:
-            report.add(cached)
-        else:
-            tasks.append(_Task(source.display, data, settings, key, prefilter))
-    for task, result in zip(tasks, _run(tasks, jobs)):
+        key = entry_key(data, source.display, settings, "summary" if project else "") if cache is not None else None
+        tasks.append(_Task(source.display, data, settings, key, prefilter, summarize=project, path=source.path))
+    results = _cached_run(tasks, jobs, cache)
+    if project:
+        results, _ = _resolve_project(tasks, results, paths, resolver, jobs, cache)
+    for result in results:
         report.add(result)
-        if cache is not None and task.key is not None:
-            cache.put(task.key, result)
     report.sort()
     return report
+
+
+def _cached_run(tasks: list[_Task], jobs: int, cache: Cache | None) -> list[FileResult]:
+    """The results of `tasks`, from the cache where it has them."""
+    results: list[FileResult | None] = [cache.get(t.key) if cache and t.key else None for t in tasks]
+    todo = [i for i, r in enumerate(results) if r is None or (tasks[i].summarize and r.summary is None)]
+    for index, result in zip(todo, _run([tasks[i] for i in todo], jobs)):
+        results[index] = result
+        if cache is not None and tasks[index].key is not None:
+            cache.put(tasks[index].key, result)
+    return [r for r in results if r is not None]
+
+
+def _resolve_project(
+    tasks: list[_Task],
+    results: list[FileResult],
+    paths: list[Path],
+    resolver: ConfigResolver,
+    jobs: int,
+    cache: Cache | None,
+) -> tuple[list[FileResult], ProjectIndex]:
+    """Lint again, with the facts of their imports, the files that import
+    helpers the project knows something about; repeat while facts change.
+    Returns the results and the final index."""
+    roots = project_roots(paths, [t.path for t in tasks if t.path], resolver.source_roots())
+    entries = []
+    for task, result in zip(tasks, results):
+        names, is_package = module_names(task.path.resolve(), roots) if task.path else ((), False)
+        entries.append(ModuleEntry(task.display, names, is_package, result.summary or ModuleSummary()))
+    used = [NO_FACTS] * len(tasks)
+    index = ProjectIndex(entries)
+    for _ in range(MAX_PROJECT_ROUNDS):
+        changed = {}
+        for i, entry in enumerate(entries):
+            facts = index.file_facts(entry)
+            if facts != used[i]:
+                changed[i] = facts
+        if not changed:
+            break
+        todo = list(changed)
+        rerun = _cached_run([tasks[i].with_facts(changed[i], cache) for i in todo], jobs, cache)
+        for i, result in zip(todo, rerun):
+            results[i], used[i] = result, changed[i]
+            entries[i] = dataclasses.replace(entries[i], summary=result.summary or entries[i].summary)
+        index = ProjectIndex(entries)
+    return results, index
+
+
+def project_index(root: Path, resolver: ConfigResolver, cache: Cache | None, jobs: int = 1) -> ProjectIndex:
+    """The whole-project facts of the files under `root` on disk (for
+    single-file modes: stdin and the editor), from the cache where it can."""
+    shown = Path(os.path.relpath(root, resolver.cwd)) if root.is_absolute() else root  # paths as `ddplint .` shows them
+    found = discover([shown], resolver)
+    tasks = []
+    for source in found.files:
+        try:
+            data = source.path.read_bytes()
+        except OSError:
+            continue
+        settings = resolver.settings_for(source.path)
+        key = entry_key(data, source.display, settings, "summary") if cache is not None else None
+        tasks.append(_Task(source.display, data, settings, key, summarize=True, path=source.path))
+    results = _cached_run(tasks, jobs, cache)
+    return _resolve_project(tasks, results, [root], resolver, jobs, cache)[1]
+
+
+def single_file_facts(index: ProjectIndex | None, path: Path, text: str, roots: list[Path]) -> FileFacts:
+    """The facts of the helpers that `text` (the file at `path`, maybe unsaved) imports."""
+    if index is None:
+        return NO_FACTS
+    tree = python_ast(text, str(path))
+    if isinstance(tree, SourceProblem):
+        return NO_FACTS
+    summary, _ = imports_summary(tree)
+    names, is_package = module_names(path.resolve(), project_roots(roots, [path]))
+    return index.file_facts(ModuleEntry(str(path), names, is_package, summary))
 
 
 def _run(tasks: list[_Task], jobs: int) -> list[FileResult]:
@@ -102,7 +193,7 @@ def _run(tasks: list[_Task], jobs: int) -> list[FileResult]:
 
 def _lint_task(task: _Task) -> FileResult:
     try:
-        return check_bytes(task.display, task.data, task.settings, task.prefilter)
+        return check_bytes(task.display, task.data, task.settings, task.prefilter, task.facts, task.summarize)
     except Exception as exc:  # noqa: BLE001 - one file's crash must not end the run
         return FileResult(notices=(Notice.internal_error(task.display, exc),))
 
@@ -121,13 +212,18 @@ def lint_file(source: SourceFile, resolver: ConfigResolver) -> FileResult:
 
 
 
-def lint_stdin(data: bytes, filename: str, resolver: ConfigResolver) -> Report:
-    """Lint `data` as if it were the file `filename` (excludes apply by name)."""
+def lint_stdin(
+    data: bytes, filename: str, resolver: ConfigResolver, index: ProjectIndex | None = None, root: Path | None = None
+) -> Report:
+    """Lint `data` as if it were the file `filename` (excludes apply by name),
+    with the facts `index` (the project at `root` on disk) has about its imports."""
     path = Path(filename)
     report = Report()
     if not resolver.excludes_file(path):
         try:
-            report.add(check_bytes(filename, data, resolver.settings_for(path)))
+            text = data.decode("utf-8", errors="replace")
+            facts = single_file_facts(index, path, text, [root] if root else [])
+            report.add(check_bytes(filename, data, resolver.settings_for(path), facts=facts))
         except Exception as exc:  # noqa: BLE001
             report.notices.append(Notice.internal_error(filename, exc))
     return report

@@ -14,7 +14,8 @@ from ddplint.analysis.collectives import (
 )
 from ddplint.analysis.rank import Guard, GuardKind, polarity
 from ddplint.lazy import cst
-from ddplint.model import Severity, Span
+from ddplint.model import Related, Severity, Span
+from ddplint.project.facts import Fact
 from ddplint.rule import Rule
 
 
@@ -33,6 +34,8 @@ class _Site:
     targets: tuple[cst.FunctionDef, ...] = ()
     method: str | None = None
     backward: bool = False
+    #: For calls of a helper imported from another linted module: what it does.
+    imported: Fact | None = None
 
 
 class CollectiveInRankBranch(Rule):
@@ -160,6 +163,10 @@ class CollectiveInRankBranch(Rule):
         func = node.func
         shown = collective_name(node, ctx) or wrapped_model_collective(node, ctx, self._wrapped)
         extra: dict = {}
+        if shown is None and ctx.facts:
+            fact = ctx.facts.first(ctx.scopes.imported_qualnames(func))
+            if fact is not None and fact.collective:
+                shown, extra = f"`{ctx.module.code_for_node(func)}()` from {fact.path}:{fact.line}", {"imported": fact}
         if shown is None:
             if isinstance(func, cst.Attribute) and func.attr.value == "backward" and not node.args:
                 shown, extra = f"`{ctx.module.code_for_node(func)}()`", {"backward": True}
@@ -205,6 +212,8 @@ class CollectiveInRankBranch(Rule):
     def _direct(self, site: _Site) -> tuple[str, ...] | None:
         if site.backward:
             return (f"{site.shown} (the gradient all-reduce of DDP)",) if self.wraps_ddp else None
+        if site.imported is not None:
+            return (site.shown, *site.imported.collective)
         if site.targets or site.method:
             return None
         return (site.shown,)
@@ -248,7 +257,7 @@ class CollectiveInRankBranch(Rule):
         self.report(
             site.node,
             _message(shown, guard, code(guard.test), code(guard.exit) if guard.exit is not None else None),
-            related=((guard.anchor, _RELATED[guard.kind]),),
+            related=((guard.anchor, _RELATED[guard.kind]), *_helper_location(site.imported)),
             statement=site.statement,
         )
 
@@ -282,6 +291,13 @@ class _Balance:
                 if self.branches(other) == [branches[0], []]:
                     return True
         return False
+
+
+def _helper_location(fact: Fact | None) -> tuple[Related, ...]:
+    """The definition of an imported helper, in its own file."""
+    if fact is None:
+        return ()
+    return (Related(fact.path, Span(fact.line, 1, fact.line, 1), "the helper, which performs the collective"),)
 
 
 _RELATED = {

@@ -110,7 +110,7 @@ class UnguardedLog(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if last_name(node.func) in PRINT_SILENCERS:
+        if last_name(node.func) in PRINT_SILENCERS or self._imported_silencer(node.func):
             self.print_silenced = True
         names = ctx.qualified_names(node.func)
         if not names and not isinstance(node.func, cst.Attribute):
@@ -127,6 +127,14 @@ class UnguardedLog(Rule):
                 self.sites.append(_Output(ctx.rank.site(node, deps), shown, progress_bar=True))
         elif isinstance(node.func, cst.Attribute):
             self._logging_call(node, node.func, shown)
+
+    def _imported_silencer(self, func: cst.BaseExpression) -> bool:
+        """A helper from another linted module that replaces `builtins.print`."""
+        facts = self.ctx.facts
+        if not facts:
+            return False
+        fact = facts.first(self.ctx.scopes.imported_qualnames(func))
+        return fact is not None and fact.silences_print
 
     def _logging_call(self, node: cst.Call, func: cst.Attribute, shown: _Shown) -> None:
         ctx = self.ctx

@@ -17,7 +17,8 @@ from ddplint.engine import check_bytes
 from ddplint.rule import all_rules
 
 EXPECT_RE = re.compile(r"#\s*expect:\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)\s*$")
-FIXTURE_FILES = sorted(FIXTURES.rglob("*.py"))
+#: Single-file fixtures; `projects/` holds multi-file ones (tests/test_project.py).
+FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*.py") if "projects" not in p.relative_to(FIXTURES).parts)
 
 
 def expectations(path: Path) -> Counter[tuple[int, str]]:

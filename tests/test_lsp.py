@@ -118,3 +118,23 @@ async def test_noqa_quick_fix(client: LanguageClient, workspace: Path) -> None:
     )
     await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     assert list(client.diagnostics[uri]) == []
+
+
+HELPER = "import torch.distributed as dist\n\n\ndef sync():\n    dist.barrier()\n"
+USES_HELPER = (
+    "import torch.distributed as dist\n"
+    "from helpers import sync\n\n"
+    "dist.init_process_group('gloo')\n"
+    "if dist.get_rank() == 0:\n"
+    "    sync()\n"
+)
+
+
+async def test_the_editor_sees_helpers_of_the_project_on_disk(client: LanguageClient, workspace: Path) -> None:
+    (workspace / "helpers.py").write_text(HELPER)
+    uri = await _open(client, workspace / "train.py", USES_HELPER)
+    (diagnostic,) = client.diagnostics[uri]
+    assert diagnostic.code == "DDP001" and "from helpers.py:4" in diagnostic.message
+    assert diagnostic.range.start.line == 5
+    helper = diagnostic.related_information[-1].location
+    assert helper.uri == (workspace / "helpers.py").resolve().as_uri() and helper.range.start.line == 3

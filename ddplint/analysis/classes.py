@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from ddplint.lazy import cst
 
@@ -32,6 +32,20 @@ def class_of_instance(node: cst.CSTNode, ctx: FileContext) -> cst.ClassDef | Non
 
 def inherits_from(classdef: cst.ClassDef, bases: frozenset[str], ctx: FileContext) -> bool:
     """Whether `classdef` derives (through module classes) from any of `bases`."""
+    return any(ctx.qualified_names(base) & bases for base in _bases(classdef, ctx))
+
+
+def imported_bases(classdef: cst.ClassDef, ctx: FileContext) -> frozenset[str]:
+    """The imported classes `classdef` derives from (through module classes),
+    as qualified names, for the whole-project analysis."""
+    result: set[str] = set()
+    for base in _bases(classdef, ctx):
+        result |= ctx.scopes.imported_qualnames(base)
+    return frozenset(result)
+
+
+def _bases(classdef: cst.ClassDef, ctx: FileContext) -> Iterator[cst.BaseExpression]:
+    """The base-class expressions of `classdef` and of the module classes it derives from."""
     seen: set[int] = set()
     todo = [classdef]
     while todo:
@@ -42,8 +56,5 @@ def inherits_from(classdef: cst.ClassDef, bases: frozenset[str], ctx: FileContex
         for base in current.bases:
             if base.keyword is not None:
                 continue
-            names = ctx.qualified_names(base.value)
-            if names & bases:
-                return True
+            yield base.value
             todo.extend(v for v in ctx.values_of(base.value) if isinstance(v, cst.ClassDef))
-    return False

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
 from ddplint.analysis.calls import bind_arguments
-from ddplint.analysis.classes import inherits_from
+from ddplint.analysis.classes import imported_bases, inherits_from
 from ddplint.analysis.names import last_name
 from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
@@ -121,6 +121,9 @@ def dataset_kind(classdef: cst.ClassDef, ctx: FileContext) -> str | None:
         return "iterable"
     if inherits_from(classdef, MAP_DATASETS, ctx):
         return "map"
+    if ctx.facts:  # a Dataset base class defined in another linted module
+        fact = ctx.facts.first(imported_bases(classdef, ctx))
+        return fact.dataset if fact is not None else None
     return None
 
 

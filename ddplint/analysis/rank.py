@@ -194,6 +194,13 @@ class RankAnalysis:
         self.references: list[Reference] = []
         self._solved: tuple[set, set] | None = None
         self._reached: set | None = None
+        #: Facts about imported helpers (whole-project analysis).
+        self.facts = ctx.facts
+        #: With `ctx.summarize`: the imported names each function's return
+        #: value, and each module-level variable, flows from.
+        self.return_imports: dict[cst.FunctionDef, set[str]] = defaultdict(set)
+        self.module_values: dict[str, tuple[Deps, set[str]]] = {}
+        self._imports_seen: set[str] | None = None
 
     # ------------------------------------------------------------ walker hooks
 
@@ -232,11 +239,20 @@ class RankAnalysis:
     def visit_Return(self, node: cst.Return) -> None:
         function = self.ctx.enclosing_function()
         if function is not None and node.value is not None:
-            self.returns[function] |= self.deps(node.value)
+            with self._tracing_imports() as seen:
+                self.returns[function] |= self.deps(node.value)
+            self.return_imports[function] |= seen
+
+    def _tracing_imports(self) -> _ImportTrace:
+        return _ImportTrace(self)
 
     def leave_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             self._record_attribute(target.target, node.value)
+            if self.ctx.summarize and isinstance(target.target, cst.Name) and len(self.ctx.scopes.stack) == 1:
+                with self._tracing_imports() as seen:
+                    deps = self.deps(node.value)
+                self.module_values[target.target.value] = (deps, seen)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
@@ -262,7 +278,7 @@ class RankAnalysis:
                 if last_name(node.value) in _UNIFORM_ON.get(node.attr.value, ()):
                     return _NONE
                 return _DIRECT
-            if self.ctx.qualified_name(node) in RANK_FUNCTIONS:
+            if self.ctx.qualified_name(node) in RANK_FUNCTIONS or self._imported_rank(node):
                 return _DIRECT
             return frozenset({("attr", node.attr.value)})
         if isinstance(node, cst.Call):
@@ -304,6 +320,8 @@ class RankAnalysis:
             if values and all(isinstance(v, (cst.Integer, cst.SimpleString)) for v in values):
                 return _NONE
             return _DIRECT
+        if not values and self._imported_rank(node):
+            return _DIRECT
         result: set = set()
         for value in values:
             if isinstance(value, cst.FunctionDef):
@@ -322,6 +340,8 @@ class RankAnalysis:
         last = last_name(func)
         if last is not None and (last in RANK_CALL_NAMES or self.is_rank_name(last) or _is_rank_getter(last)):
             return _DIRECT
+        if self._imported_rank(func):
+            return _DIRECT
         result: set = set()
         if names & _TRANSPARENT:  # int(os.environ["RANK"]), str(rank), os.path.join(out, f"r{rank}")
             result |= self._union((a.value for a in node.args), depth)
@@ -332,6 +352,33 @@ class RankAnalysis:
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
             result.add(("method", func.attr.value))
         return frozenset(result)
+
+    def _imported_rank(self, node: cst.BaseExpression) -> bool:
+        """Whether `node` is an imported helper (or value) the project knows
+        to be rank-dependent; records the import while tracing."""
+        if self._imports_seen is None and not self.facts:
+            return False
+        imported = self.ctx.scopes.imported_qualnames(node)
+        if not imported:
+            return False
+        if self._imports_seen is not None:
+            self._imports_seen |= imported
+        return self.facts.rank(imported)
+
+    def function_imports(self, function: cst.FunctionDef) -> tuple[bool, set[str]]:
+        """(rank-dependent here, imported names it hinges on) for a function's
+        return value, following the module's own helpers."""
+        seen: set = set()
+        todo = [function]
+        imports: set[str] = set()
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            imports |= self.return_imports.get(current, set())
+            todo.extend(d for d in self.returns.get(current, ()) if isinstance(d, cst.FunctionDef))
+        return self.is_rank_dependent(frozenset(self.returns.get(function, ()))), imports
 
     def _is_rank_env(self, node: cst.Subscript) -> bool:
         if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
@@ -548,6 +595,29 @@ class RankAnalysis:
             name = last_name(func)
             if name in STAGGERED_METHODS or (isinstance(func, cst.Name) and name in self.staggered_functions):
                 yield Guard(GuardKind.STAGGERED, node, _DIRECT, call, item, scope=scope)
+
+
+class _ImportTrace:
+    """``with analysis._tracing_imports() as seen:`` collects, in `seen`, the
+    imported names the rank dependencies computed inside flow from (only
+    while summarizing a module for the whole-project analysis)."""
+
+    def __init__(self, analysis: RankAnalysis) -> None:
+        self.analysis = analysis
+        self.seen: set[str] = set()
+        self.outer: set[str] | None = None
+
+    def __enter__(self) -> set[str]:
+        if self.analysis.ctx.summarize:
+            self.outer = self.analysis._imports_seen
+            self.analysis._imports_seen = self.seen
+        return self.seen
+
+    def __exit__(self, *exc: object) -> None:
+        if self.analysis.ctx.summarize:
+            self.analysis._imports_seen = self.outer
+            if self.outer is not None:
+                self.outer |= self.seen
 
 
 def _is_rank_getter(name: str) -> bool:

@@ -194,6 +194,20 @@ class ScopeTracker:
             return frozenset(None if q is None else f"{q}.{attr}" for q in base)
         return _EMPTY
 
+    def imported_qualnames(self, node: cst.BaseExpression) -> frozenset[str]:
+        """The qualified names a Name/Attribute chain may denote through an
+        import (``utils.is_primary`` after ``import utils``); empty for local
+        values, parameters and builtins."""
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return frozenset()
+        binding = self.lookup(root.value)
+        if binding is None or binding.values:
+            return frozenset()
+        return frozenset(q for q in self.qualified_names(node) if q is not None and not q.startswith("builtins."))
+
     def values_of(self, node: cst.BaseExpression) -> tuple[cst.CSTNode, ...]:
         """The expressions a Name was bound to (empty if unknown)."""
         if isinstance(node, cst.Name):

@@ -85,6 +85,9 @@ def check(
         Optional[Path], typer.Option(help="Cache directory [default: .ddplint_cache/ or $DDPLINT_CACHE_DIR].")
     ] = None,
     no_prefilter: Annotated[bool, typer.Option("--no-prefilter", hidden=True)] = False,
+    no_project: Annotated[
+        bool, typer.Option("--no-project", help="Analyse each file on its own (no helpers imported across files).")
+    ] = False,
     absolute_paths: Annotated[
         bool, typer.Option("--absolute-paths", help="Absolute paths in JSON/SARIF/GitHub/GitLab output.")
     ] = False,
@@ -113,6 +116,7 @@ def check(
         cache=not no_cache,
         cache_dir=cache_dir,
         prefilter=not no_prefilter,  # for benchmarks and the prefilter's own checks
+        project=not no_project,
         absolute_paths=absolute_paths,
     )
     try:

@@ -14,7 +14,7 @@ from ddplint.reporters import OutputFormat, RenderOptions, renderer
 from ddplint.report import Report
 from ddplint.cache import Cache, default_cache_dir
 from ddplint.paths import project_root, shown_path
-from ddplint.runner import available_cpus, lint_paths, lint_stdin
+from ddplint.runner import available_cpus, lint_paths, lint_stdin, project_index
 
 STDIN = Path("-")
 
@@ -47,6 +47,7 @@ class CheckRequest:
     cache: bool = True
     cache_dir: Path | None = None
     prefilter: bool = True
+    project: bool = True
     absolute_paths: bool = False
 
 
@@ -76,7 +77,9 @@ def _resolver(request: CheckRequest) -> ConfigResolver:
 def _lint(request: CheckRequest, resolver: ConfigResolver) -> Report:
     paths = request.paths
     if request.stdin_filename is not None and paths in ([], [STDIN]):
-        return lint_stdin(sys.stdin.buffer.read(), request.stdin_filename, resolver)
+        root = project_root(resolver.cwd)
+        index = project_index(root, resolver, _cache(request, resolver)) if request.project else None
+        return lint_stdin(sys.stdin.buffer.read(), request.stdin_filename, resolver, index, root)
     if paths == [STDIN]:
         return lint_stdin(sys.stdin.buffer.read(), "<stdin>", resolver)
     paths = paths or [Path(".")]
@@ -88,12 +91,22 @@ def _lint(request: CheckRequest, resolver: ConfigResolver) -> Report:
     jobs = request.jobs if request.jobs is not None else available_cpus()
     if jobs < 1:
         raise UsageError(f"--jobs: expected a positive number, got {jobs}")
-    cache = None
-    if request.cache:
-        cache = Cache(request.cache_dir or default_cache_dir(project_root(resolver.cwd)))
+    cache = _cache(request, resolver)
     return lint_paths(
-        paths, resolver, force_exclude=request.force_exclude, jobs=jobs, cache=cache, prefilter=request.prefilter
+        paths,
+        resolver,
+        force_exclude=request.force_exclude,
+        jobs=jobs,
+        cache=cache,
+        prefilter=request.prefilter,
+        project=request.project,
     )
+
+
+def _cache(request: CheckRequest, resolver: ConfigResolver) -> Cache | None:
+    if not request.cache:
+        return None
+    return Cache(request.cache_dir or default_cache_dir(project_root(resolver.cwd)))
 
 
 def exit_status(report: Report, fail_on: Severity, exit_zero: bool) -> int:

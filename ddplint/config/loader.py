@@ -50,6 +50,8 @@ class Config:
     max_workers_per_rank: int | None = None
     max_file_size: int | None = None
     fail_on: Severity | None = None
+    #: Import roots for the whole-project analysis, relative to `root`.
+    src: tuple[str, ...] = ()
 
 
 def read_config_file(path: Path) -> Config | None:
@@ -183,4 +185,5 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "max-workers-per-rank": ("max_workers_per_rank", _positive_int),
     "max-file-size": ("max_file_size", _size),
     "fail-on": ("fail_on", _level),
+    "src": ("src", _string_list("directories")),
 }

@@ -156,6 +156,12 @@ class ConfigResolver:
             max_file_size=config.max_file_size or DEFAULT_MAX_FILE_SIZE,
         )
 
+    def source_roots(self) -> list[Path]:
+        """The configured ``src`` import roots of the configs read so far (absolute)."""
+        configs = [*self._by_dir.values(), self.config_for_dir(self.cwd)]
+        unique = {id(c): c for c in configs}.values()
+        return [(c.root / entry).resolve() for c in unique for entry in c.src]
+
     def fail_on(self) -> Severity:
         """``--fail-on``, else the working directory's config, else warning."""
         if self.overrides.fail_on is not None:

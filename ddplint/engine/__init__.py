@@ -8,6 +8,7 @@ I/O), so files can be linted in parallel and their results cached.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import re
 import sys
@@ -19,10 +20,13 @@ from ddplint.config.settings import Settings
 from ddplint.analysis.distributed import runs_per_rank
 from ddplint.engine.context import FileContext, PendingFinding
 from ddplint.engine.positions import comments, resolve_positions, to_span
-from ddplint.engine.source import SourceError, SourceProblem, decode_source, syntax_problem
+from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast
 from ddplint.engine.suppression import Suppressions
 from ddplint.engine.walker import Walker
 from ddplint.model import Finding, Fix, Notice, NoticeLevel, Related, Span
+from ddplint.project.facts import NO_FACTS, FileFacts
+from ddplint.project.collector import SummaryCollector
+from ddplint.project.summary import ModuleSummary, imports_summary
 from ddplint.rule import Rule, all_rules
 
 SYNTAX_ERROR = "DDP000"
@@ -40,6 +44,8 @@ class FileResult:
     notices: tuple[Notice, ...] = ()
     #: Whether LibCST parsed the file (False when the prefilter skipped it).
     parsed: bool = False
+    #: What other modules may need to know about this one (when asked for).
+    summary: ModuleSummary | None = None
 
 
 def lint_source(path: str, text: str, settings: Settings | None = None) -> list[Finding]:
@@ -47,7 +53,14 @@ def lint_source(path: str, text: str, settings: Settings | None = None) -> list[
     return list(check_source(path, text, settings or Settings.all_rules()).findings)
 
 
-def check_bytes(path: str, data: bytes, settings: Settings, prefilter: bool = True) -> FileResult:
+def check_bytes(
+    path: str,
+    data: bytes,
+    settings: Settings,
+    prefilter: bool = True,
+    facts: FileFacts = NO_FACTS,
+    summarize: bool = False,
+) -> FileResult:
     """Lint a file's raw bytes, decoding them per PEP 263 first."""
     if len(data) > settings.max_file_size:
         note = f"{_size(len(data))} is above max-file-size ({_size(settings.max_file_size)}); not linted"
@@ -56,32 +69,57 @@ def check_bytes(path: str, data: bytes, settings: Settings, prefilter: bool = Tr
         text = decode_source(data)
     except SourceError as exc:
         return FileResult(_syntax_findings(path, exc.problem, settings, ""))
-    return check_source(path, text, settings, prefilter)
+    return check_source(path, text, settings, prefilter, facts, summarize)
 
 
 def _size(count: int) -> str:
     return f"{count / 10**6:.1f} MB" if count >= 10**6 else f"{count / 10**3:.1f} kB"
 
 
-def check_source(path: str, text: str, settings: Settings, prefilter: bool = True) -> FileResult:
-    """Lint one file's text with the rules `settings` enables."""
-    problem = syntax_problem(text, path)
-    if problem is not None:
-        return FileResult(_syntax_findings(path, problem, settings, text))
+def check_source(
+    path: str,
+    text: str,
+    settings: Settings,
+    prefilter: bool = True,
+    facts: FileFacts = NO_FACTS,
+    summarize: bool = False,
+) -> FileResult:
+    """Lint one file's text with the rules `settings` enables.
+
+    `facts` are what the whole-project analysis knows about the helpers the
+    file imports; `summarize` asks for the file's own `ModuleSummary`.
+    """
+    tree = python_ast(text, path)
+    if isinstance(tree, SourceProblem):
+        return FileResult(_syntax_findings(path, tree, settings, text))
     rules = _visitor_rules(settings.rules)
     if prefilter:
-        rules = _applicable(rules, text, settings.rank_names)
-    if not rules:
-        return FileResult()
+        rules = _applicable(rules, text, settings.rank_names, bool(facts))
+    imports, lines = imports_summary(tree) if summarize else (None, {})
+    walk_for_summary = summarize and _SUMMARY_TEXT.search(text) is not None
+    if not rules and not walk_for_summary:
+        return FileResult(summary=imports)
     with _recursion_limit(_DEEP_RECURSION):
         try:
             module = cst.parse_module(text)
         except cst.ParserSyntaxError as exc:
             note = f"LibCST cannot parse this file, which CPython accepts; not linted ({exc.message})"
-            return FileResult(notices=(Notice(path, note, NoticeLevel.WARNING),))
+            return FileResult(notices=(Notice(path, note, NoticeLevel.WARNING),), summary=imports)
         except RecursionError:
-            return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.WARNING),))
-        return _lint_module(path, text, module, settings, rules)
+            return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.WARNING),), summary=imports)
+        result = _lint_module(path, text, module, settings, rules, facts, imports if walk_for_summary else None, lines)
+        if result.summary is None and imports is not None:
+            result = dataclasses.replace(result, summary=imports)
+        return result
+
+
+#: Text without which a module's summary has no facts to walk for (rank
+#: tests, collectives, Dataset classes, replacing `builtins.print`).
+_SUMMARY_TEXT = re.compile(
+    r"rank|RANK|is_main|is_master|master_process|is_global_zero|process_index|ordinal|barrier|all_reduce|"
+    r"broadcast|gather|scatter|all_to_all|new_group|wait_for_everyone|reduce|Dataset|__getitem__|__iter__|"
+    r"builtins|__builtin__|_first"
+)
 
 
 @contextlib.contextmanager
@@ -98,18 +136,30 @@ def _recursion_limit(limit: int) -> Iterator[None]:
 
 
 def _lint_module(
-    path: str, text: str, module: cst.Module, settings: Settings, rules: tuple[type[Rule], ...]
+    path: str,
+    text: str,
+    module: cst.Module,
+    settings: Settings,
+    rules: tuple[type[Rule], ...],
+    facts: FileFacts = NO_FACTS,
+    summary: ModuleSummary | None = None,
+    lines: dict[str, int] | None = None,
 ) -> FileResult:
     walker_stack: list[cst.CSTNode] = []
     requires = {name for rule in rules for name in rule.requires}
-    ctx = FileContext(path, text, module, settings, walker_stack, requires)
+    summarize = summary is not None
+    if summarize:
+        requires.add("rank")
+    ctx = FileContext(path, text, module, settings, walker_stack, requires, facts, summarize)
     instances = [rule(ctx) for rule in rules]
     notices: list[Notice] = []
+    collector = SummaryCollector(ctx) if summarize else None
+    analyses = ctx.analyses if collector is None else (*ctx.analyses, collector)
 
     def on_rule_error(rule: Rule, exc: BaseException) -> None:
         notices.append(Notice.internal_error(path, exc, f" in rule {rule.code}"))
 
-    walker = Walker(ctx.analyses, instances, on_rule_error, walker_stack)
+    walker = Walker(analyses, instances, on_rule_error, walker_stack)
     try:
         walker.walk(module)
         for instance in list(instances):
@@ -121,7 +171,9 @@ def _lint_module(
         findings = _finalize(path, text, module, settings, pending) if pending else ()
     except RecursionError:
         return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.WARNING),), parsed=True)
-    return FileResult(findings, tuple(notices), parsed=True)
+    if collector is not None and summary is not None:
+        summary = summary.with_symbols(collector.symbols(lines or {}))
+    return FileResult(findings, tuple(notices), parsed=True, summary=summary)
 
 
 def _finalize(
@@ -141,12 +193,19 @@ def _finalize(
         if isinstance(item.statement, cst.BaseCompoundStatement):
             last = positions[item.statement.body].start.line  # the header only
         suppressed = suppressions.match(item.rule.code, (span.line, statement.start.line, last))
-        related = tuple(Related(path, span_of(n), why) for n, why in item.related)
+        related = tuple(
+            n if isinstance(n, Related) else Related(path, span_of(n), why) for n, why in map(_pair, item.related)
+        )
         message = item.message if isinstance(item.message, str) else item.message(span_of)
         findings.append(
             _make_finding(item.rule, settings, message, path, span, lines, related, item.fix, suppressed)
         )
     return tuple(sorted(findings, key=lambda f: f.sort_key))
+
+
+def _pair(related: tuple[cst.CSTNode, str] | Related) -> tuple[cst.CSTNode | Related, str]:
+    """(node, why) of this file, or a `Related` location in another file."""
+    return (related, related.message) if isinstance(related, Related) else related
 
 
 def _make_finding(
@@ -206,14 +265,22 @@ _DISTRIBUTED_TEXT = re.compile(
 
 
 def _applicable(
-    rules: tuple[type[Rule], ...], text: str, extra_context: tuple[str, ...] = ()
+    rules: tuple[type[Rule], ...], text: str, extra_context: tuple[str, ...] = (), imports_facts: bool = False
 ) -> tuple[type[Rule], ...]:
     """The rules that can fire on `text`: those whose tokens it contains
     (and, for distributed-only rules, that looks distributed). The others
-    are not run, and a file no rule applies to is never parsed."""
+    are not run, and a file no rule applies to is never parsed. With facts
+    about imported helpers, rules that use them need no tokens (the helper's
+    name stands for the collective or the rank test)."""
     distributed: bool | None = None
     kept = []
     for rule in rules:
+        if imports_facts and rule.requires & _FACT_ANALYSES:
+            if rule.distributed_only and distributed is None:
+                distributed = _DISTRIBUTED_TEXT.search(text) is not None and runs_per_rank(text)
+            if not rule.distributed_only or distributed:
+                kept.append(rule)
+            continue
         pattern = _token_pattern(rule)
         if pattern is not None and not pattern.search(text):
             continue
@@ -227,6 +294,10 @@ def _applicable(
                 continue
         kept.append(rule)
     return tuple(kept)
+
+
+#: The analyses that consult facts about imported helpers.
+_FACT_ANALYSES = frozenset({"rank", "data"})
 
 
 @functools.lru_cache(maxsize=None)

@@ -19,7 +19,8 @@ from ddplint.analysis.loops import TrainingLoops
 from ddplint.analysis.rank import RankAnalysis
 from ddplint.analysis.scope import QualNames, ScopeTracker
 from ddplint.config.settings import Settings
-from ddplint.model import Fix, Span
+from ddplint.project.facts import NO_FACTS, FileFacts
+from ddplint.model import Fix, Related, Span
 
 if TYPE_CHECKING:
     from ddplint.rule import Rule
@@ -40,7 +41,8 @@ class PendingFinding:
     node: cst.CSTNode
     statement: cst.CSTNode
     message: Message
-    related: tuple[tuple[cst.CSTNode, str], ...]
+    #: (node, why) in this file, or a `Related` location in another file.
+    related: tuple[tuple[cst.CSTNode, str] | Related, ...]
     fix: Fix | None
 
 
@@ -55,8 +57,14 @@ class FileContext:
         settings: Settings,
         stack: list[cst.CSTNode],
         requires: Iterable[str] = (),
+        facts: FileFacts = NO_FACTS,
+        summarize: bool = False,
     ) -> None:
         self.path = path
+        #: Facts about the helpers this module imports from other linted modules.
+        self.facts = facts
+        #: Whether to record what the module summary needs (whole-project analysis).
+        self.summarize = summarize
         self.source = source
         self.module = module
         self.settings = settings
@@ -125,7 +133,7 @@ class FileContext:
         node: cst.CSTNode,
         message: Message,
         *,
-        related: tuple[tuple[cst.CSTNode, str], ...] = (),
+        related: tuple[tuple[cst.CSTNode, str] | Related, ...] = (),
         fix: Fix | None = None,
         statement: cst.CSTNode | None = None,
     ) -> None:

@@ -60,18 +60,23 @@ def decode_source(data: bytes) -> str:
 
 def syntax_problem(text: str, path: str) -> SourceProblem | None:
     """CPython's syntax error for `text`, or None if it parses."""
+    result = python_ast(text, path)
+    return result if isinstance(result, SourceProblem) else None
+
+
+def python_ast(text: str, path: str) -> ast.Module | SourceProblem:
+    """CPython's own tree of `text` (cheap next to LibCST), or its syntax error."""
     nul = text.find("\0")
     if nul >= 0:
         return SourceProblem("source code cannot contain null bytes", _offset_span(text, nul))
     try:
         with warnings.catch_warnings():  # the user's invalid escapes are not ours to print
             warnings.simplefilter("ignore")
-            compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            return compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
         return SourceProblem(_describe(exc), _error_span(text, exc))
     except (RecursionError, MemoryError) as exc:  # what `python file.py` reports too
         return SourceProblem(f"{type(exc).__name__}: {exc}", Span(1, 1, 1, 2))
-    return None
 
 
 def _describe(exc: SyntaxError) -> str:

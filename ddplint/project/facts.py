@@ -1,0 +1,75 @@
+"""Resolved facts about imported names, as one importing file sees them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+
+@dataclass(frozen=True)
+class Fact:
+    """What the project knows about one top-level name of a linted module.
+
+    `collective` is the chain of calls from the name's body to a collective
+    (``("`dist.all_reduce()`",)``), empty when it performs none; `path` and
+    `line` locate the definition, for messages and related locations.
+    """
+
+    path: str
+    line: int
+    rank: bool = False
+    collective: tuple[str, ...] = ()
+    silences_print: bool = False
+    dataset: str | None = None
+
+    @property
+    def relevant(self) -> bool:
+        """Whether the fact can change a finding."""
+        return self.rank or bool(self.collective) or self.silences_print or self.dataset is not None
+
+    def to_json(self) -> list:
+        return [self.path, self.line, self.rank, list(self.collective), self.silences_print, self.dataset]
+
+    @classmethod
+    def from_json(cls, data: list) -> Fact:
+        path, line, rank, collective, silences, dataset = data
+        return cls(path, line, rank, tuple(collective), silences, dataset)
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """Facts keyed by the qualified names the importing file uses for them
+    (``utils.is_primary`` after ``import utils``, ``.dist.barrier`` after
+    ``from .dist import barrier``), as ddplint's scope analysis spells them."""
+
+    facts: Mapping[str, Fact] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.facts)
+
+    def first(self, names: Iterable[str | None]) -> Fact | None:
+        """The fact of the first of `names` that has one."""
+        for name in names:
+            if name is not None:
+                fact = self.facts.get(name)
+                if fact is not None:
+                    return fact
+        return None
+
+    def rank(self, names: Iterable[str | None]) -> bool:
+        """Whether one of `names` returns (or holds) a rank-dependent value."""
+        return any(n is not None and (f := self.facts.get(n)) is not None and f.rank for n in names)
+
+    def tokens(self) -> frozenset[str]:
+        """The last components of the names, for the text prefilter."""
+        return frozenset(name.rsplit(".", 1)[-1] for name in self.facts)
+
+    def digest(self) -> str:
+        """A stable hash, part of the importing file's cache key."""
+        payload = json.dumps(sorted((k, v.to_json()) for k, v in self.facts.items()))
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+
+NO_FACTS = FileFacts()

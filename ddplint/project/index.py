@@ -1,0 +1,219 @@
+"""The project's modules, their imports resolved, and facts to a fixed point.
+
+Module names come from the roots Python would search: the directory of
+each linted script (Python puts it on ``sys.path``), the directories given
+on the command line and their ``src/``, configured ``src`` roots, and the
+directory above each file's top-level package. A file is known under every
+name these give it, so ``import utils.dist`` from the script's directory
+and ``from pkg.utils import dist`` from the repository root both find it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Iterable
+
+from ddplint.project.facts import Fact, FileFacts
+from ddplint.project.summary import ModuleSummary
+
+_MAX_DEPTH = 12
+
+
+@dataclass(frozen=True, eq=False)
+class ModuleEntry:
+    """One linted file as a module: its display path, names and summary."""
+
+    display: str
+    names: tuple[str, ...]
+    is_package: bool
+    summary: ModuleSummary
+
+
+def module_names(path: Path, roots: Iterable[Path]) -> tuple[tuple[str, ...], bool]:
+    """The dotted names `path` is importable as from `roots`, longest first,
+    and whether it is a package's ``__init__``."""
+    is_package = path.name in ("__init__.py", "__init__.pyi")
+    names: set[str] = set()
+    for root in roots:
+        try:
+            parts = list(path.relative_to(root).with_suffix("").parts)
+        except ValueError:
+            continue
+        if is_package:
+            parts = parts[:-1]
+        if parts and all(part.isidentifier() for part in parts):
+            names.add(".".join(parts))
+    return tuple(sorted(names, key=lambda n: (-n.count("."), n))), is_package
+
+
+def project_roots(arguments: Iterable[Path], files: Iterable[Path], configured: Iterable[Path] = ()) -> list[Path]:
+    """The import roots of a run (absolute paths)."""
+    roots: list[Path] = []
+    for directory in (p.resolve() for p in arguments if p.is_dir()):
+        roots += [directory, directory / "src"]
+    roots += [p.resolve() for p in configured]
+    for file in files:
+        parent = file.resolve().parent
+        roots.append(parent)
+        while (parent / "__init__.py").exists() and parent.parent != parent:
+            parent = parent.parent
+        roots.append(parent)
+    return list(dict.fromkeys(roots))
+
+
+class ProjectIndex:
+    """Resolves imported names to the linted modules' facts."""
+
+    def __init__(self, entries: Iterable[ModuleEntry]) -> None:
+        self.entries = list(entries)
+        self.modules: dict[str, ModuleEntry] = {}
+        for entry in self.entries:
+            for name in entry.names:
+                self.modules.setdefault(name, entry)
+        self._lookups: dict[tuple[int, str], tuple[ModuleEntry, str] | None] = {}
+        self.facts = self._solve()
+        self._exported: dict[str, dict[str, Fact]] = {}
+        self._interesting = {m: names for m in self.modules if (names := self.exported(m))}
+        self._prefixes = {".".join(m.split(".")[: i + 1]) for m in self._interesting for i in range(m.count(".") + 1)}
+
+    # ------------------------------------------------------------ names
+
+    @staticmethod
+    def absolute(raw: str, entry: ModuleEntry) -> str | None:
+        """`raw` (``.dist.x``, ``..utils``) as an absolute name, seen from `entry`."""
+        level = len(raw) - len(raw.lstrip("."))
+        if level == 0:
+            return raw
+        if not entry.names:
+            return None
+        parts = entry.names[0].split(".")
+        if not entry.is_package:
+            parts = parts[:-1]
+        if level - 1 > len(parts):
+            return None
+        parts = parts[: len(parts) - (level - 1)]
+        rest = raw[level:]
+        return ".".join([*parts, rest] if rest else parts) or None
+
+    def lookup(self, name: str, depth: int = 0) -> tuple[ModuleEntry, str] | None:
+        """The module and symbol an absolute name denotes, through re-exports."""
+        if depth > _MAX_DEPTH:
+            return None
+        module, _, symbol = name.rpartition(".")
+        entry = self.modules.get(module)
+        if entry is None:
+            return None
+        summary = entry.summary
+        if symbol in summary.symbols:
+            return entry, symbol
+        target = summary.aliases.get(symbol)
+        if target is not None:
+            resolved = self.absolute(target, entry)
+            return self.lookup(resolved, depth + 1) if resolved and resolved != name else None
+        if summary.exports is not None and symbol not in summary.exports:
+            return None
+        for star in summary.stars:
+            base = self.absolute(star, entry)
+            if base:
+                found = self.lookup(f"{base}.{symbol}", depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def _resolve(self, raw: str, entry: ModuleEntry) -> tuple[ModuleEntry, str] | None:
+        key = (id(entry), raw)
+        if key not in self._lookups:
+            name = self.absolute(raw, entry)
+            self._lookups[key] = self.lookup(name) if name else None
+        return self._lookups[key]
+
+    # ------------------------------------------------------------ facts
+
+    def _solve(self) -> dict[tuple[str, str], Fact]:
+        """Every symbol's facts, with imported helpers followed to a fixed point."""
+        facts: dict[tuple[str, str], Fact] = {}
+        for entry in self.entries:
+            for name, s in entry.summary.symbols.items():
+                facts[(entry.display, name)] = Fact(
+                    entry.display, s.line, s.rank, s.collective, s.silences_print, s.dataset
+                )
+
+        def fact_of(raw: str, entry: ModuleEntry) -> Fact | None:
+            found = self._resolve(raw, entry)
+            return facts.get((found[0].display, found[1])) if found else None
+
+        changed = True
+        while changed:
+            changed = False
+            for entry in self.entries:
+                for name, s in entry.summary.symbols.items():
+                    key = (entry.display, name)
+                    old = new = facts[key]
+                    if not new.rank and any((f := fact_of(q, entry)) and f.rank for q in s.rank_via):
+                        new = replace(new, rank=True)
+                    if not new.collective:
+                        for q, shown in s.collective_via:
+                            f = fact_of(q, entry)
+                            if f is not None and f.collective:
+                                new = replace(new, collective=(f"{shown} from {f.path}:{f.line}", *f.collective))
+                                break
+                    if not new.silences_print and any((f := fact_of(q, entry)) and f.silences_print for q in s.silences_via):
+                        new = replace(new, silences_print=True)
+                    if new.dataset is None:
+                        kinds = [f.dataset for q in s.dataset_via if (f := fact_of(q, entry)) and f.dataset]
+                        if kinds:
+                            new = replace(new, dataset=kinds[0])
+                    if new != old:
+                        facts[key] = new
+                        changed = True
+        return facts
+
+    def fact(self, found: tuple[ModuleEntry, str] | None) -> Fact | None:
+        return self.facts.get((found[0].display, found[1])) if found else None
+
+    def exported(self, module: str, depth: int = 0) -> dict[str, Fact]:
+        """The relevant facts a module's namespace holds (own, re-exported, star-imported)."""
+        cached = self._exported.get(module)
+        if cached is not None:
+            return cached
+        entry = self.modules.get(module)
+        result: dict[str, Fact] = {}
+        if entry is not None and depth <= _MAX_DEPTH:
+            self._exported[module] = result  # cycles see what is known so far
+            summary = entry.summary
+            for name in summary.symbols:
+                fact = self.facts[(entry.display, name)]
+                if fact.relevant:
+                    result[name] = fact
+            for name, target in summary.aliases.items():
+                fact = self.fact(self._resolve(target, entry))
+                if fact is not None and fact.relevant:
+                    result.setdefault(name, fact)
+            for star in summary.stars:
+                base = self.absolute(star, entry)
+                for name, fact in (self.exported(base, depth + 1) if base else {}).items():
+                    if summary.exports is None or name in summary.exports:
+                        result.setdefault(name, fact)
+        self._exported[module] = result
+        return result
+
+    def file_facts(self, entry: ModuleEntry) -> FileFacts:
+        """The facts of the names `entry` imports, keyed as its code spells them."""
+        out: dict[str, Fact] = {}
+        summary = entry.summary
+        for raw in summary.aliases.values():
+            fact = self.fact(self._resolve(raw, entry))
+            if fact is not None and fact.relevant:
+                out[raw] = fact
+            name = self.absolute(raw, entry)
+            if name in self._prefixes:  # a module or package: `import util.misc as utils`
+                for module, exported in self._interesting.items():
+                    if module == name or module.startswith(name + "."):
+                        for symbol, fact in exported.items():
+                            out.setdefault(f"{raw}{module[len(name):]}.{symbol}", fact)
+        for star in summary.stars:
+            base = self.absolute(star, entry)
+            for symbol, fact in (self.exported(base) if base else {}).items():
+                out.setdefault(f"{star}.{symbol}", fact)
+        return FileFacts(out)

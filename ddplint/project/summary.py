@@ -1,0 +1,145 @@
+"""A module's summary: what other modules may need to know about it.
+
+Facts that hinge on imported names keep those names as the module spells
+them (``.dist.get_rank``, ``utils.misc.reduce``); `ProjectIndex` resolves
+them. Imports, re-exports and definition lines come from CPython's own
+tree, which the syntax check builds anyway, so a module that LibCST never
+parses (an ``__init__.py`` of re-exports) still has a summary.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator, Mapping
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """One top-level function, class or variable of a module.
+
+    Each fact is known locally (`rank`, `collective`, `silences_print`,
+    `dataset`) or hinges on imported names (`*_via`): it holds if one of
+    those does. `collective_via` pairs each imported callee with how the
+    call is shown in a message.
+    """
+
+    line: int = 0
+    rank: bool = False
+    rank_via: tuple[str, ...] = ()
+    collective: tuple[str, ...] = ()
+    collective_via: tuple[tuple[str, str], ...] = ()
+    silences_print: bool = False
+    silences_via: tuple[str, ...] = ()
+    dataset: str | None = None
+    dataset_via: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.rank or self.rank_via or self.collective or self.collective_via or self.silences_print
+            or self.silences_via or self.dataset or self.dataset_via
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ModuleSummary:
+    """The facts of a module's top-level names, its imports and re-exports.
+
+    `aliases` maps each name a top-level import binds to what it imports
+    (relative imports keep their dots); `stars` are the modules it
+    star-imports; `exports` is ``__all__`` when the module defines it as a
+    literal.
+    """
+
+    symbols: Mapping[str, Symbol] = field(default_factory=dict)
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    stars: tuple[str, ...] = ()
+    exports: tuple[str, ...] | None = None
+
+    def with_symbols(self, symbols: Mapping[str, Symbol]) -> ModuleSummary:
+        return replace(self, symbols={k: v for k, v in symbols.items() if not v.empty})
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "symbols": {name: _symbol_json(s) for name, s in self.symbols.items()},
+            "aliases": dict(self.aliases),
+            "stars": list(self.stars),
+            "exports": None if self.exports is None else list(self.exports),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ModuleSummary:
+        symbols = {name: _symbol_from_json(s) for name, s in data["symbols"].items()}
+        exports = data["exports"]
+        return cls(symbols, dict(data["aliases"]), tuple(data["stars"]), None if exports is None else tuple(exports))
+
+
+def _symbol_json(symbol: Symbol) -> dict[str, Any]:
+    return {k: v for k, v in symbol.__dict__.items() if v != getattr(_DEFAULT, k)}
+
+
+def _symbol_from_json(data: Mapping[str, Any]) -> Symbol:
+    values = dict(data)
+    for key in ("rank_via", "collective", "silences_via", "dataset_via"):
+        if key in values:
+            values[key] = tuple(values[key])
+    if "collective_via" in values:
+        values["collective_via"] = tuple((q, shown) for q, shown in values["collective_via"])
+    return Symbol(**values)
+
+
+_DEFAULT = Symbol()
+
+
+def imports_summary(tree: ast.Module) -> tuple[ModuleSummary, dict[str, int]]:
+    """The imports, re-exports and ``__all__`` of a module, and the line of
+    each top-level definition, from CPython's tree."""
+    aliases: dict[str, str] = {}
+    stars: list[str] = []
+    exports: tuple[str, ...] | None = None
+    lines: dict[str, int] = {}
+    for node in _top_level(tree.body):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    aliases[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".", 1)[0]
+                    aliases[head] = head
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            prefix = module if module.endswith(".") else module + "."
+            for alias in node.names:
+                if alias.name == "*":
+                    stars.append(module)
+                else:
+                    aliases[alias.asname or alias.name] = prefix + alias.name
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            lines.setdefault(node.name, node.lineno)
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            exports = _string_list(node.value)
+    return ModuleSummary(aliases=aliases, stars=tuple(stars), exports=exports), lines
+
+
+def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Top-level statements, including those in module-level if/try/with blocks."""
+    for node in body:
+        yield node
+        if isinstance(node, (ast.If, ast.For, ast.While, ast.With)):
+            yield from _top_level(node.body)
+            yield from _top_level(getattr(node, "orelse", []))
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            yield from _top_level(node.body)
+            for handler in node.handlers:
+                yield from _top_level(handler.body)
+            yield from _top_level(node.orelse)
+            yield from _top_level(node.finalbody)
+
+
+def _string_list(node: ast.expr) -> tuple[str, ...] | None:
+    if isinstance(node, (ast.List, ast.Tuple)) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+    ):
+        return tuple(e.value for e in node.elts)
+    return None

@@ -1,0 +1,158 @@
+"""Whole-project analysis: helpers, rank tests and datasets across modules."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, write
+from test_fixtures import expectations
+from ddplint import runner
+from ddplint.cache import Cache
+from ddplint.config.resolver import ConfigResolver
+from ddplint.project.index import ModuleEntry, ProjectIndex, module_names
+from ddplint.project.summary import ModuleSummary
+from ddplint.rule import all_rules
+from ddplint.runner import lint_paths
+
+PROJECTS = sorted(p for p in (FIXTURES / "projects").iterdir() if p.is_dir())
+RULE_DIRS = [FIXTURES / rule.code for rule in all_rules()]
+
+
+def findings(root: Path, project: bool = True, cache: Cache | None = None, jobs: int = 1) -> Counter:
+    report = lint_paths([root], ConfigResolver(cwd=root), jobs=jobs, cache=cache, project=project)
+    assert not report.notices, report.notices
+    return Counter(
+        (str(Path(f.path).resolve().relative_to(root.resolve())), f.span.line, f.rule)
+        for f in report.findings
+        if f.suppressed is None
+    )
+
+
+def annotated(root: Path) -> Counter:
+    expected: Counter = Counter()
+    for path in sorted(root.rglob("*.py")):
+        for (line, code), count in expectations(path).items():
+            expected[(str(path.relative_to(root)), line, code)] += count
+    return expected
+
+
+@pytest.mark.parametrize("root", PROJECTS, ids=lambda p: p.name)
+def test_project_findings_match_annotations(root: Path) -> None:
+    expected, found = annotated(root), findings(root)
+    missing, extra = expected - found, found - expected
+    assert not missing and not extra, f"missing {sorted(missing)}, unexpected {sorted(extra)}"
+
+
+@pytest.mark.parametrize("root", PROJECTS, ids=lambda p: p.name)
+def test_project_results_do_not_depend_on_jobs(root: Path, monkeypatch) -> None:
+    monkeypatch.setattr(runner, "MIN_FILES_FOR_POOL", 1)
+    assert findings(root, jobs=2) == findings(root, jobs=1)
+
+
+@pytest.mark.parametrize("root", RULE_DIRS, ids=lambda p: p.name)
+def test_no_finding_of_the_rule_fixtures_changes(root: Path) -> None:
+    assert findings(root, project=True) == findings(root, project=False)
+
+
+def test_the_cross_module_cases_need_the_project() -> None:
+    """Module by module, the helpers are unknown: the findings that need them
+    are missed and the false positives they remove come back."""
+    root = FIXTURES / "projects" / "detr_style"
+    local, project = findings(root, project=False), findings(root)
+    assert ("main.py", 18, "DDP001") in project - local
+    assert {("main.py", 14, "DDP007"), ("main.py", 19, "DDP006")} <= set(local - project)
+
+
+def test_messages_name_the_helper_and_point_into_its_file(monkeypatch) -> None:
+    root = FIXTURES / "projects" / "detr_style"
+    monkeypatch.chdir(root)
+    report = lint_paths([Path(".")], ConfigResolver(cwd=root), project=True)
+    (finding,) = [f for f in report.findings if f.rule == "DDP001"]
+    assert "`utils.reduce_dict()` from util/misc.py:35 (which calls `dist.all_reduce()`)" in finding.message
+    assert any(r.path == "util/misc.py" and r.span.line == 35 for r in finding.related)
+
+
+def test_sarif_related_location_is_in_the_helpers_file(ddplint) -> None:
+    root = FIXTURES / "projects" / "detr_style"
+    run = ddplint(".", "--format", "sarif", "--no-cache", "--exit-zero", cwd=root)
+    (result,) = [r for r in json.loads(run.stdout)["runs"][0]["results"] if r["ruleId"] == "DDP001"]
+    uris = {loc["physicalLocation"]["artifactLocation"]["uri"] for loc in result["relatedLocations"]}
+    assert any(uri.endswith("detr_style/util/misc.py") for uri in uris), uris
+
+
+def test_no_project_flag(ddplint) -> None:
+    root = FIXTURES / "projects" / "detr_style"
+    on = ddplint(".", "--format", "json", "--no-cache", "--exit-zero", cwd=root).json()
+    off = ddplint(".", "--format", "json", "--no-cache", "--exit-zero", "--no-project", cwd=root).json()
+    assert {f["rule"] for f in on} == {"DDP001", "DDP006"}
+    assert {f["rule"] for f in off} == {"DDP006", "DDP007"}
+
+
+def test_editing_a_helper_relints_its_importers_only(tmp_path, monkeypatch) -> None:
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "projects" / "detr_style", root)
+    write(root, {"other.py": "import torch\nprint(torch.ones(1))\n"})
+    cache = Cache(tmp_path / "cache")
+    assert ("main.py", 18, "DDP001") in findings(root, cache=cache)
+    linted: list[str] = []
+    real = runner._lint_task
+    monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+    findings(root, cache=cache)
+    assert linted == []  # warm: nothing linted again
+    misc = root / "util" / "misc.py"
+    misc.write_text(misc.read_text().replace("dist.all_reduce(values)", "values = values.clone()"))
+    after = findings(root, cache=cache)
+    assert ("main.py", 18, "DDP001") not in after
+    assert sorted({str(Path(d).relative_to(root)) for d in linted}) == ["main.py", "util/misc.py"]
+
+
+def test_config_src_roots(tmp_path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "ddplint.toml": 'src = ["lib"]\n',
+            "lib/helpers.py": "import torch.distributed as dist\n\ndef sync():\n    dist.barrier()\n",
+            "app/train.py": (
+                "import torch.distributed as dist\nfrom helpers import sync\n\n"
+                "dist.init_process_group('gloo')\nif dist.get_rank() == 0:\n    sync()\n"
+            ),
+        },
+    )
+    assert ("app/train.py", 6, "DDP001") in findings(root)
+
+
+# ---------------------------------------------------------------- module names
+
+
+def test_module_names_from_every_root(tmp_path) -> None:
+    file = tmp_path / "src" / "pkg" / "util.py"
+    names, is_package = module_names(file, [tmp_path, tmp_path / "src", file.parent])
+    assert names == ("src.pkg.util", "pkg.util", "util") and not is_package
+    names, is_package = module_names(tmp_path / "pkg" / "__init__.py", [tmp_path])
+    assert names == ("pkg",) and is_package
+    assert module_names(tmp_path / "my-scripts" / "x.py", [tmp_path])[0] == ()
+
+
+def test_relative_names() -> None:
+    module = ModuleEntry("a/b/c.py", ("a.b.c",), False, ModuleSummary())
+    package = ModuleEntry("a/b/__init__.py", ("a.b",), True, ModuleSummary())
+    assert ProjectIndex.absolute(".d.x", module) == "a.b.d.x"
+    assert ProjectIndex.absolute("..x", module) == "a.x"
+    assert ProjectIndex.absolute(".d", package) == "a.b.d"
+    assert ProjectIndex.absolute("....x", module) is None
+    assert ProjectIndex.absolute("abs.x", module) == "abs.x"
+
+
+def test_stdin_uses_the_project_on_disk(ddplint, tmp_path) -> None:
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "projects" / "detr_style", root)
+    main = (root / "main.py").read_bytes()
+    run = ddplint("-", "--stdin-filename", "main.py", "--format", "json", "--exit-zero", cwd=root, stdin=main)
+    from_stdin = sorted((f["line"], f["rule"]) for f in run.json())
+    on_disk = sorted((f["line"], f["rule"]) for f in ddplint(".", "--format", "json", "--exit-zero", cwd=root).json() if f["path"] == "main.py")
+    assert from_stdin == on_disk == [(18, "DDP001"), (23, "DDP006")]
