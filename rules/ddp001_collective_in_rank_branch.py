@@ -233,17 +233,24 @@ class CollectiveInRankBranch(Rule):
         return site.targets
 
     def _collective_functions(self) -> dict:
-        """Functions of the module that perform a collective -> the call chain."""
+        """Functions of the module that perform a collective on every call -> the call chain.
+
+        A collective under a rank guard of its own function (the zero-first
+        context manager, ``if local_rank != -1: barrier()``) is judged where
+        it is; whether a call performs it depends on the arguments, so the
+        function's callers are not flagged for it.
+        """
         chains: dict = {}
+        rank = self.ctx.rank
         for site in self.sites:
             direct = self._direct(site)
-            if site.function is not None and direct is not None:
+            if site.function is not None and direct is not None and not rank.selects_ranks(site.guards):
                 chains.setdefault(site.function, direct)
         changed = True
         while changed:
             changed = False
             for site in self.sites:
-                if site.function is None or site.function in chains:
+                if site.function is None or site.function in chains or rank.selects_ranks(site.guards):
                     continue
                 chain = self._chain(site, chains)
                 if chain is not None:

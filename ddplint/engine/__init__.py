@@ -96,7 +96,8 @@ def check_source(
     if prefilter:
         rules = _applicable(rules, text, settings.rank_names, bool(facts))
     imports, lines = imports_summary(tree) if summarize else (None, {})
-    walk_for_summary = summarize and _SUMMARY_TEXT.search(text) is not None
+    # A module importing facts may pass them on (`def should_log(): return am_leader()`).
+    walk_for_summary = summarize and (bool(facts) or _SUMMARY_TEXT.search(text) is not None)
     if not rules and not walk_for_summary:
         return FileResult(summary=imports)
     with _recursion_limit(_DEEP_RECURSION):

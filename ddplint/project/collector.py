@@ -39,9 +39,12 @@ class SummaryCollector:
         self.ctx = ctx
         self.top_functions: dict[str, cst.FunctionDef] = {}
         self.classes: dict[str, Symbol] = {}
-        self.direct: dict[cst.FunctionDef, str] = {}
-        self.calls: dict[cst.FunctionDef, set[cst.FunctionDef]] = defaultdict(set)
-        self.imported_calls: dict[cst.FunctionDef, dict[str, cst.BaseExpression]] = defaultdict(dict)
+        #: Collectives each function performs, with their guards inside it.
+        self.direct: dict[cst.FunctionDef, list[tuple[str, tuple]]] = {}
+        #: Module functions and imported names each function calls, with the
+        #: call's guards inside it (rank-dependence is known after the walk).
+        self.calls: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, tuple]]] = defaultdict(list)
+        self.imported_calls: dict[cst.FunctionDef, list[tuple[str, cst.BaseExpression, tuple]]] = defaultdict(list)
         self.silencers: set[cst.FunctionDef] = set()
 
     def _top_level(self) -> bool:
@@ -65,13 +68,16 @@ class SummaryCollector:
         func = node.func
         shown = collective_name(node, ctx)
         if shown is not None:
-            self.direct.setdefault(function, shown)
+            self.direct.setdefault(function, []).append((shown, ctx.rank.guards()[0]))
             return
-        if isinstance(func, cst.Name):
-            self.calls[function].update(v for v in ctx.values_of(func) if isinstance(v, cst.FunctionDef))
-        for qualname in ctx.scopes.imported_qualnames(func):
-            if not _external(qualname):
-                self.imported_calls[function].setdefault(qualname, func)
+        local = [v for v in ctx.values_of(func) if isinstance(v, cst.FunctionDef)] if isinstance(func, cst.Name) else []
+        imported = [q for q in ctx.scopes.imported_qualnames(func) if not _external(q)]
+        if not (local or imported):
+            return
+        guards = ctx.rank.guards()[0]
+        self.calls[function].extend((callee, guards) for callee in local)
+        for qualname in imported:
+            self.imported_calls[function].append((qualname, func, guards))
 
     def leave_Assign(self, node: cst.Assign) -> None:
         function = self.ctx.enclosing_function()
@@ -83,7 +89,13 @@ class SummaryCollector:
     # ------------------------------------------------------------ after the walk
 
     def symbols(self, lines: Mapping[str, int]) -> dict[str, Symbol]:
-        """The module's top-level symbols with their facts."""
+        """The module's top-level symbols with their facts.
+
+        A collective (or a call of a collective helper) under a rank test of
+        the function itself is judged by DDP001 where it is; whether a call
+        performs it depends on the arguments, so it does not make the
+        function a collective helper. Silencing ``print`` counts anywhere.
+        """
         chains = self._chains()
         rank = self.ctx.rank
         code = self.ctx.module.code_for_node
@@ -92,43 +104,59 @@ class SummaryCollector:
             via = tuple(sorted(q for q in seen if not _external(q)))
             symbols[name] = Symbol(rank=rank.is_rank_dependent(deps), rank_via=via)
         for name, function in self.top_functions.items():
-            reach = self._reach(function)
-            calls = {q: f for g in reach for q, f in self.imported_calls.get(g, {}).items()}
+            reach = self._reach(function, every_call=True)
+            collective_reach = self._reach(function, every_call=False)
             local_rank, rank_via = rank.function_imports(function)
+            collective_via = {
+                q: f"`{code(f)}()`"
+                for g in collective_reach
+                for q, f, guards in self.imported_calls.get(g, ())
+                if not rank.selects_ranks(guards)
+            }
             symbols[name] = Symbol(
                 line=lines.get(name, 0),
                 rank=local_rank,
                 rank_via=tuple(sorted(q for q in rank_via if not _external(q))),
                 collective=chains.get(function, ()),
-                collective_via=tuple(sorted((q, f"`{code(f)}()`") for q, f in calls.items())),
+                collective_via=tuple(sorted(collective_via.items())),
                 silences_print=any(g in self.silencers for g in reach),
-                silences_via=tuple(sorted(calls)),
+                silences_via=tuple(sorted({q for g in reach for q, _, _ in self.imported_calls.get(g, ())})),
             )
         for name, symbol in self.classes.items():
             symbols[name] = Symbol(line=lines.get(name, 0), dataset=symbol.dataset, dataset_via=symbol.dataset_via)
         return symbols
 
-    def _reach(self, function: cst.FunctionDef) -> set[cst.FunctionDef]:
-        """`function` and the module functions it calls, transitively."""
+    def _callees(self, function: cst.FunctionDef, every_call: bool) -> list[cst.FunctionDef]:
+        rank = self.ctx.rank
+        return [c for c, guards in self.calls.get(function, ()) if every_call or not rank.selects_ranks(guards)]
+
+    def _reach(self, function: cst.FunctionDef, every_call: bool) -> set[cst.FunctionDef]:
+        """`function` and the module functions it calls, transitively (with
+        `every_call` False: only calls outside the functions' own rank tests)."""
         seen: set[cst.FunctionDef] = set()
         todo = [function]
         while todo:
             current = todo.pop()
             if current not in seen:
                 seen.add(current)
-                todo.extend(self.calls.get(current, ()))
+                todo.extend(self._callees(current, every_call))
         return seen
 
     def _chains(self) -> dict[cst.FunctionDef, tuple[str, ...]]:
-        """Module functions that perform a collective -> the chain of calls to it."""
-        chains = {function: (shown,) for function, shown in self.direct.items()}
+        """Module functions that perform a collective on every call -> the chain of calls to it."""
+        rank = self.ctx.rank
+        chains = {}
+        for function, sites in self.direct.items():
+            unguarded = [shown for shown, guards in sites if not rank.selects_ranks(guards)]
+            if unguarded:
+                chains[function] = (unguarded[0],)
         changed = True
         while changed:
             changed = False
-            for caller, callees in self.calls.items():
+            for caller in self.calls:
                 if caller in chains:
                     continue
-                for callee in callees:
+                for callee in self._callees(caller, every_call=False):
                     if callee in chains:
                         chains[caller] = (f"`{callee.name.value}()`", *chains[callee])
                         changed = True
