@@ -9,6 +9,7 @@ from typing import Callable
 from ddplint.analysis.collectives import (
     COLLECTIVE_FUNCTIONS,
     collective_name,
+    in_lazy_initialization,
     wrapped_model_collective,
     wrapper_of,
 )
@@ -36,6 +37,8 @@ class _Site:
     backward: bool = False
     #: For calls of a helper imported from another linted module: what it does.
     imported: Fact | None = None
+    #: Inside ``if <cached> is None:``: runs once, not on every call of its function.
+    lazy: bool = False
 
 
 class CollectiveInRankBranch(Rule):
@@ -180,6 +183,7 @@ class CollectiveInRankBranch(Rule):
             else:
                 return
         inner, outer = ctx.rank.guards()
+        extra["lazy"] = in_lazy_initialization(ctx.stack)
         self.sites.append(_Site(node, shown, inner, outer, ctx.enclosing_function(), ctx.statement(), **extra))
 
     def _wrapped(self, attribute: str) -> str | None:
@@ -244,13 +248,13 @@ class CollectiveInRankBranch(Rule):
         rank = self.ctx.rank
         for site in self.sites:
             direct = self._direct(site)
-            if site.function is not None and direct is not None and not rank.selects_ranks(site.guards):
+            if site.function is not None and direct is not None and not site.lazy and not rank.selects_ranks(site.guards):
                 chains.setdefault(site.function, direct)
         changed = True
         while changed:
             changed = False
             for site in self.sites:
-                if site.function is None or site.function in chains or rank.selects_ranks(site.guards):
+                if site.function is None or site.function in chains or site.lazy or rank.selects_ranks(site.guards):
                     continue
                 chain = self._chain(site, chains)
                 if chain is not None:

@@ -121,6 +121,24 @@ def on_subgroup(call: cst.Call) -> bool:
     return False
 
 
+def in_lazy_initialization(stack: Sequence[cst.CSTNode]) -> bool:
+    """Whether the node on top of `stack` runs once, to create a cached value:
+    inside ``if _GROUP is None:`` (DeepSpeed's ``_clone_world_group()``), so a
+    helper around it does not perform the collective on every call."""
+    for node, child in zip(stack, stack[1:]):
+        if isinstance(node, cst.If) and child is node.body:
+            test = node.test
+            if (
+                isinstance(test, cst.Comparison)
+                and len(test.comparisons) == 1
+                and isinstance(test.comparisons[0].operator, cst.Is)
+                and isinstance(test.comparisons[0].comparator, cst.Name)
+                and test.comparisons[0].comparator.value == "None"
+            ):
+                return True
+    return False
+
+
 def collective_name(call: cst.Call, ctx: FileContext) -> str | None:
     """How to show `call` if it is an explicit collective, else None."""
     func = call.func

@@ -97,7 +97,7 @@ def check_source(
         rules = _applicable(rules, text, settings.rank_names, bool(facts))
     imports, lines = imports_summary(tree) if summarize else (None, {})
     # A module importing facts may pass them on (`def should_log(): return am_leader()`).
-    walk_for_summary = summarize and (bool(facts) or _SUMMARY_TEXT.search(text) is not None)
+    walk_for_summary = summarize and (bool(facts) or _summary_worthy(text))
     if not rules and not walk_for_summary:
         return FileResult(summary=imports)
     with _recursion_limit(_DEEP_RECURSION):
@@ -114,13 +114,22 @@ def check_source(
         return result
 
 
-#: Text without which a module's summary has no facts to walk for (rank
-#: tests, collectives, Dataset classes, replacing `builtins.print`).
-_SUMMARY_TEXT = re.compile(
-    r"rank|RANK|is_main|is_master|master_process|is_global_zero|process_index|ordinal|barrier|all_reduce|"
-    r"broadcast|gather|scatter|all_to_all|new_group|wait_for_everyone|reduce|Dataset|__getitem__|__iter__|"
-    r"builtins|__builtin__|_first"
-)
+#: Text without which a module's summary has no facts to walk for: rank
+#: tests, collectives (with a distributed library in sight: `torch.gather` is
+#: not one), Dataset classes, replacing `builtins.print`.
+_SUMMARY_RANK = re.compile(r"rank|RANK|is_main|is_master|master_process|is_global_zero|process_index|ordinal")
+_SUMMARY_COLLECTIVE = re.compile(r"barrier|all_reduce|broadcast|gather|scatter|all_to_all|new_group|wait_for_everyone|reduce")
+_SUMMARY_LIBRARY = re.compile(r"torch\.distributed|import distributed|deepspeed|accelerat|xla|ignite|lightning|strategy|sync_dist")
+_SUMMARY_OTHER = re.compile(r"\bDataset\b|IterableDataset|DataPipe|builtins|__builtin__")
+
+
+def _summary_worthy(text: str) -> bool:
+    """Whether the module may hold facts other modules need (else its summary is its imports)."""
+    return (
+        _SUMMARY_RANK.search(text) is not None
+        or (_SUMMARY_COLLECTIVE.search(text) is not None and _SUMMARY_LIBRARY.search(text) is not None)
+        or _SUMMARY_OTHER.search(text) is not None
+    )
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Mapping
 
 from ddplint.analysis.classes import imported_bases
-from ddplint.analysis.collectives import collective_name
+from ddplint.analysis.collectives import collective_name, in_lazy_initialization
 from ddplint.analysis.data import dataset_kind
 from ddplint.lazy import cst
 from ddplint.project.summary import Symbol
@@ -68,16 +68,26 @@ class SummaryCollector:
         func = node.func
         shown = collective_name(node, ctx)
         if shown is not None:
-            self.direct.setdefault(function, []).append((shown, ctx.rank.guards()[0]))
+            self.direct.setdefault(function, []).append((shown, self._condition()))
             return
         local = [v for v in ctx.values_of(func) if isinstance(v, cst.FunctionDef)] if isinstance(func, cst.Name) else []
         imported = [q for q in ctx.scopes.imported_qualnames(func) if not _external(q)]
         if not (local or imported):
             return
-        guards = ctx.rank.guards()[0]
-        self.calls[function].extend((callee, guards) for callee in local)
+        condition = self._condition()
+        self.calls[function].extend((callee, condition) for callee in local)
         for qualname in imported:
-            self.imported_calls[function].append((qualname, func, guards))
+            self.imported_calls[function].append((qualname, func, condition))
+
+    def _condition(self) -> tuple | None:
+        """The guards of the call inside its function; None when it only runs
+        to initialize a cached value (``if _GROUP is None:``), not every call."""
+        return None if in_lazy_initialization(self.ctx.stack) else self.ctx.rank.guards()[0]
+
+    def _every_call(self, condition: tuple | None) -> bool:
+        """Whether a call with this condition runs whenever its function does,
+        on every rank that calls it (final after the walk)."""
+        return condition is not None and not self.ctx.rank.selects_ranks(condition)
 
     def leave_Assign(self, node: cst.Assign) -> None:
         function = self.ctx.enclosing_function()
@@ -104,14 +114,14 @@ class SummaryCollector:
             via = tuple(sorted(q for q in seen if not _external(q)))
             symbols[name] = Symbol(rank=rank.is_rank_dependent(deps), rank_via=via)
         for name, function in self.top_functions.items():
-            reach = self._reach(function, every_call=True)
-            collective_reach = self._reach(function, every_call=False)
+            reach = self._reach(function, all_calls=True)
+            collective_reach = self._reach(function, all_calls=False)
             local_rank, rank_via = rank.function_imports(function)
             collective_via = {
                 q: f"`{code(f)}()`"
                 for g in collective_reach
-                for q, f, guards in self.imported_calls.get(g, ())
-                if not rank.selects_ranks(guards)
+                for q, f, condition in self.imported_calls.get(g, ())
+                if self._every_call(condition)
             }
             symbols[name] = Symbol(
                 line=lines.get(name, 0),
@@ -126,28 +136,26 @@ class SummaryCollector:
             symbols[name] = Symbol(line=lines.get(name, 0), dataset=symbol.dataset, dataset_via=symbol.dataset_via)
         return symbols
 
-    def _callees(self, function: cst.FunctionDef, every_call: bool) -> list[cst.FunctionDef]:
-        rank = self.ctx.rank
-        return [c for c, guards in self.calls.get(function, ()) if every_call or not rank.selects_ranks(guards)]
+    def _callees(self, function: cst.FunctionDef, all_calls: bool) -> list[cst.FunctionDef]:
+        return [c for c, condition in self.calls.get(function, ()) if all_calls or self._every_call(condition)]
 
-    def _reach(self, function: cst.FunctionDef, every_call: bool) -> set[cst.FunctionDef]:
+    def _reach(self, function: cst.FunctionDef, all_calls: bool) -> set[cst.FunctionDef]:
         """`function` and the module functions it calls, transitively (with
-        `every_call` False: only calls outside the functions' own rank tests)."""
+        `all_calls` False: only the calls it makes every time it runs)."""
         seen: set[cst.FunctionDef] = set()
         todo = [function]
         while todo:
             current = todo.pop()
             if current not in seen:
                 seen.add(current)
-                todo.extend(self._callees(current, every_call))
+                todo.extend(self._callees(current, all_calls))
         return seen
 
     def _chains(self) -> dict[cst.FunctionDef, tuple[str, ...]]:
         """Module functions that perform a collective on every call -> the chain of calls to it."""
-        rank = self.ctx.rank
         chains = {}
         for function, sites in self.direct.items():
-            unguarded = [shown for shown, guards in sites if not rank.selects_ranks(guards)]
+            unguarded = [shown for shown, condition in sites if self._every_call(condition)]
             if unguarded:
                 chains[function] = (unguarded[0],)
         changed = True
@@ -156,7 +164,7 @@ class SummaryCollector:
             for caller in self.calls:
                 if caller in chains:
                     continue
-                for callee in self._callees(caller, every_call=False):
+                for callee in self._callees(caller, all_calls=False):
                     if callee in chains:
                         chains[caller] = (f"`{callee.name.value}()`", *chains[callee])
                         changed = True

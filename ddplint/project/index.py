@@ -34,32 +34,40 @@ def module_names(path: Path, roots: Iterable[Path]) -> tuple[tuple[str, ...], bo
     """The dotted names `path` is importable as from `roots`, longest first,
     and whether it is a package's ``__init__``."""
     is_package = path.name in ("__init__.py", "__init__.pyi")
-    names: set[str] = set()
-    for root in roots:
-        try:
-            parts = list(path.relative_to(root).with_suffix("").parts)
-        except ValueError:
-            continue
-        if is_package:
-            parts = parts[:-1]
-        if parts and all(part.isidentifier() for part in parts):
-            names.add(".".join(parts))
-    return tuple(sorted(names, key=lambda n: (-n.count("."), n))), is_package
+    roots = roots if isinstance(roots, (set, frozenset)) else set(roots)
+    parts = [path.stem] if not is_package else []
+    names: list[str] = []
+    for ancestor in path.parents:
+        if ancestor in roots and parts and all(part.isidentifier() for part in parts):
+            names.append(".".join(reversed(parts)))
+        if ancestor == ancestor.parent:
+            break
+        parts.append(ancestor.name)
+    return tuple(reversed(names)), is_package
 
 
-def project_roots(arguments: Iterable[Path], files: Iterable[Path], configured: Iterable[Path] = ()) -> list[Path]:
-    """The import roots of a run (absolute paths)."""
-    roots: list[Path] = []
+def project_roots(arguments: Iterable[Path], files: Iterable[Path], configured: Iterable[Path] = ()) -> set[Path]:
+    """The import roots of a run (absolute paths): the directories given and
+    their ``src/``, configured roots, each script's own directory (not a
+    package's: Python puts the script's directory on ``sys.path``), and the
+    directory above each file's top-level package."""
+    roots: set[Path] = set()
     for directory in (p.resolve() for p in arguments if p.is_dir()):
-        roots += [directory, directory / "src"]
-    roots += [p.resolve() for p in configured]
+        roots |= {directory, directory / "src"}
+    roots |= {p.resolve() for p in configured}
+    seen: set[Path] = set()
     for file in files:
         parent = file.resolve().parent
-        roots.append(parent)
+        if parent in seen:
+            continue
+        seen.add(parent)
+        if not (parent / "__init__.py").exists():
+            roots.add(parent)
+            continue
         while (parent / "__init__.py").exists() and parent.parent != parent:
             parent = parent.parent
-        roots.append(parent)
-    return list(dict.fromkeys(roots))
+        roots.add(parent)
+    return roots
 
 
 class ProjectIndex:
@@ -72,6 +80,7 @@ class ProjectIndex:
             for name in entry.names:
                 self.modules.setdefault(name, entry)
         self._lookups: dict[tuple[int, str], tuple[ModuleEntry, str] | None] = {}
+        self._found: dict[str, tuple[ModuleEntry, str] | None] = {}
         self.facts = self._solve()
         self._exported: dict[str, dict[str, Fact]] = {}
         self._interesting = {m: names for m in self.modules if (names := self.exported(m))}
@@ -97,9 +106,16 @@ class ProjectIndex:
         return ".".join([*parts, rest] if rest else parts) or None
 
     def lookup(self, name: str, depth: int = 0) -> tuple[ModuleEntry, str] | None:
-        """The module and symbol an absolute name denotes, through re-exports."""
-        if depth > _MAX_DEPTH:
-            return None
+        """The module and symbol an absolute name denotes, through re-exports
+        (memoized: real packages re-export through long star-import chains)."""
+        if name in self._found:
+            return self._found[name]
+        self._found[name] = None  # a cycle of re-exports resolves to nothing
+        found = self._lookup(name, depth) if depth <= _MAX_DEPTH else None
+        self._found[name] = found
+        return found
+
+    def _lookup(self, name: str, depth: int) -> tuple[ModuleEntry, str] | None:
         module, _, symbol = name.rpartition(".")
         entry = self.modules.get(module)
         if entry is None:
