@@ -172,6 +172,7 @@ def measure_set(
         ("parse + Position/Parent/Scope/QualifiedName providers", [sys.executable, "-c", METADATA, str(listing)]),
         ("ddplint -j1 --no-cache --no-prefilter", [*ddplint, "-j1", "--no-cache", "--no-prefilter"]),
         ("ddplint -j1 --no-cache", [*ddplint, "-j1", "--no-cache"]),
+        ("ddplint -j1 --no-cache --no-project", [*ddplint, "-j1", "--no-cache", "--no-project"]),
         ("ddplint (default -j) --no-cache", [*ddplint, "--no-cache"]),
         ("ddplint (default -j), cold cache", [*ddplint, "--cache-dir", str(cache_dir)]),
         ("ddplint (default -j), warm cache", [*ddplint, "--cache-dir", str(cache_dir)]),
@@ -189,6 +190,17 @@ def measure_set(
             seconds, peak = timed(command, runs)
         measures.append(Measure(name, seconds, peak, len(files), lines))
     return measures
+
+
+def prefilter_check(roots: list[Path]) -> str:
+    """Findings with the prefilter on and off (it must be invisible)."""
+    def findings(*extra: str) -> list:
+        command = [sys.executable, "-m", "ddplint", "check", "--exit-zero", "-q", "--no-cache", "--format", "json", *extra]
+        return json.loads(subprocess.run([*command, *map(str, roots)], capture_output=True, text=True).stdout)
+
+    on, off = findings(), findings("--no-prefilter")
+    verdict = "identical" if on == off else f"DIFFERENT ({len(on)} vs {len(off)})"
+    return f"Prefilter on vs off over these files: {verdict} findings ({len(on)})."
 
 
 def measure_peers(roots: list[Path], runs: int, cache: Path) -> list[Measure]:
@@ -266,6 +278,9 @@ def targets(subset: list[Measure], peers: list[Measure], latency: list[tuple[str
     sub = {m.label: m.seconds for m in subset}
     base = "bare `libcst.parse_module` (1 process)"
     row("ddplint -j1 / bare parse (target <= 1.0)", ratio(sub, "ddplint -j1 --no-cache", base))
+    row("ddplint -j1 --no-project / bare parse", ratio(sub, "ddplint -j1 --no-cache --no-project", base))
+    row("whole-project / module-local analysis, -j1 (target <= 1.25)",
+        ratio(sub, "ddplint -j1 --no-cache", "ddplint -j1 --no-cache --no-project"))
     row("-j1 / default -j (target >= 1.7)", ratio(sub, "ddplint -j1 --no-cache", "ddplint (default -j) --no-cache"))
     row("cold / warm cache (target >= 20)", ratio(sub, "ddplint (default -j), cold cache", "ddplint (default -j), warm cache"))
     for name in ("torchfix", "fixit"):
@@ -300,7 +315,8 @@ def main() -> None:
     add("## Mixed subset (timm + mmengine + accelerate)\n\n" + table(subset_measures, base))
     if args.full:
         everything = sorted(p for p in source.iterdir() if p.is_dir())
-        add("## Whole corpus\n\n" + table(measure_set("full", everything, 1, scratch, args.cache, metadata=False), base))
+        add("## Whole corpus\n\n" + table(measure_set("full", everything, 1, scratch, args.cache, metadata=False), base)
+            + "\n\n" + prefilter_check(everything))
     peer_measures: list[Measure] = []
     if not args.no_peers:
         peers = [source / name for name in PEER_SUBSET if (source / name).exists()]

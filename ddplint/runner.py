@@ -22,8 +22,9 @@ from ddplint.engine import FileResult, check_bytes
 from ddplint.engine.source import SourceProblem, python_ast
 from ddplint.model import Notice
 from ddplint.project.facts import NO_FACTS, FileFacts
+from ddplint.project.imports import imported_names
 from ddplint.project.index import ModuleEntry, ProjectIndex, module_names, project_roots
-from ddplint.project.summary import ModuleSummary, imports_summary
+from ddplint.project.summary import ModuleSummary, attribute_uses, imports_summary
 from ddplint.report import Report
 
 
@@ -52,6 +53,10 @@ class _Task:
     facts: FileFacts = NO_FACTS
     summarize: bool = False
     path: Path | None = None
+    #: Whether the summary may walk the module for facts (other modules import it).
+    imported: bool = True
+    #: Whether the module imports another linted module (so facts may reach it).
+    importer: bool = True
 
     def with_facts(self, facts: FileFacts, cache: Cache | None) -> _Task:
         key = entry_key(self.data, self.display, self.settings, "facts:" + facts.digest()) if cache else None
@@ -86,11 +91,12 @@ def lint_paths(
             report.add(FileResult(notices=(Notice(source.display, f"cannot read file: {exc.strerror or exc}"),)))
             continue
         settings = resolver.settings_for(source.path)
-        key = entry_key(data, source.display, settings, "summary" if project else "") if cache is not None else None
-        tasks.append(_Task(source.display, data, settings, key, prefilter, summarize=project, path=source.path))
-    results = _cached_run(tasks, jobs, cache)
+        tasks.append(_Task(source.display, data, settings, None, prefilter, summarize=project, path=source.path))
     if project:
-        results, _ = _resolve_project(tasks, results, paths, resolver, jobs, cache)
+        results, _ = _lint_project(tasks, paths, resolver, jobs, cache)
+    else:
+        tasks = [dataclasses.replace(t, key=entry_key(t.data, t.display, t.settings)) for t in tasks] if cache else tasks
+        results = _cached_run(tasks, jobs, cache)
     for result in results:
         report.add(result)
     report.sort()
@@ -108,30 +114,41 @@ def _cached_run(tasks: list[_Task], jobs: int, cache: Cache | None) -> list[File
     return [r for r in results if r is not None]
 
 
-def _resolve_project(
-    tasks: list[_Task],
-    results: list[FileResult],
-    paths: list[Path],
-    resolver: ConfigResolver,
-    jobs: int,
-    cache: Cache | None,
+def _lint_project(
+    tasks: list[_Task], paths: list[Path], resolver: ConfigResolver, jobs: int, cache: Cache | None
 ) -> tuple[list[FileResult], ProjectIndex]:
-    """Lint again, with the facts of their imports, the files that import
-    helpers the project knows something about; repeat while facts change.
-    Returns the results and the final index."""
+    """Lint every file, then again, with the facts of their imports, the files
+    that import helpers the project knows something about; repeat while facts
+    change. Returns the results and the final index."""
     roots = project_roots(paths, [t.path for t in tasks if t.path], resolver.source_roots())
-    entries = []
-    for task, result in zip(tasks, results):
-        names, is_package = module_names(task.path.resolve(), roots) if task.path else ((), False)
-        entries.append(ModuleEntry(task.display, names, is_package, result.summary or ModuleSummary()))
+    named = [module_names(t.path.resolve(), roots) if t.path else ((), False) for t in tasks]
+    roles = _import_roles(tasks, named)
+    tasks = [
+        dataclasses.replace(
+            task,
+            imported=imported,
+            importer=importer,
+            key=entry_key(task.data, task.display, task.settings, f"summary:{imported}:{importer}") if cache else None,
+        )
+        for task, (imported, importer) in zip(tasks, roles)
+    ]
+    results = _cached_run(tasks, jobs, cache)
+    entries = [
+        ModuleEntry(task.display, names, is_package, result.summary or ModuleSummary())
+        for task, (names, is_package), result in zip(tasks, named, results)
+    ]
     used = [NO_FACTS] * len(tasks)
     index = ProjectIndex(entries)
     for _ in range(MAX_PROJECT_ROUNDS):
         changed = {}
         for i, entry in enumerate(entries):
             facts = index.file_facts(entry)
-            if facts != used[i]:
+            if facts == used[i]:
+                continue
+            if entry.summary.needs(facts.facts) or used[i]:
                 changed[i] = facts
+            else:
+                used[i] = facts  # facts about names its lint never asked about change nothing
         if not changed:
             break
         todo = list(changed)
@@ -141,6 +158,20 @@ def _resolve_project(
             entries[i] = dataclasses.replace(entries[i], summary=result.summary or entries[i].summary)
         index = ProjectIndex(entries)
     return results, index
+
+
+def _import_roles(tasks: list[_Task], named: list[tuple[tuple[str, ...], bool]]) -> list[tuple[bool, bool]]:
+    """For each file, from the text of the imports: whether another linted file
+    imports it, and whether it imports another linted file."""
+    known = {name for names, _ in named for name in names}
+    wanted: set[str] = set()
+    importer: list[bool] = []
+    for task, (names, is_package) in zip(tasks, named):
+        entry = ModuleEntry(task.display, names, is_package, ModuleSummary())
+        found = {n for raw in imported_names(task.data) if (n := ProjectIndex.absolute(raw, entry))}
+        wanted |= found
+        importer.append(not found.isdisjoint(known))
+    return [(any(name in wanted for name in names), imports) for (names, _), imports in zip(named, importer)]
 
 
 def project_index(root: Path, resolver: ConfigResolver, cache: Cache | None, jobs: int = 1) -> ProjectIndex:
@@ -155,10 +186,8 @@ def project_index(root: Path, resolver: ConfigResolver, cache: Cache | None, job
         except OSError:
             continue
         settings = resolver.settings_for(source.path)
-        key = entry_key(data, source.display, settings, "summary") if cache is not None else None
-        tasks.append(_Task(source.display, data, settings, key, summarize=True, path=source.path))
-    results = _cached_run(tasks, jobs, cache)
-    return _resolve_project(tasks, results, [root], resolver, jobs, cache)[1]
+        tasks.append(_Task(source.display, data, settings, None, summarize=True, path=source.path))
+    return _lint_project(tasks, [root], resolver, jobs, cache)[1]
 
 
 def single_file_facts(index: ProjectIndex | None, path: Path, text: str, roots: list[Path]) -> FileFacts:
@@ -169,6 +198,7 @@ def single_file_facts(index: ProjectIndex | None, path: Path, text: str, roots: 
     if isinstance(tree, SourceProblem):
         return NO_FACTS
     summary, _ = imports_summary(tree)
+    summary = dataclasses.replace(summary, uses=attribute_uses(text, summary.aliases))
     names, is_package = module_names(path.resolve(), project_roots(roots, [path]))
     return index.file_facts(ModuleEntry(str(path), names, is_package, summary))
 
@@ -193,7 +223,10 @@ def _run(tasks: list[_Task], jobs: int) -> list[FileResult]:
 
 def _lint_task(task: _Task) -> FileResult:
     try:
-        return check_bytes(task.display, task.data, task.settings, task.prefilter, task.facts, task.summarize)
+        return check_bytes(
+            task.display, task.data, task.settings, task.prefilter, task.facts, task.summarize, task.imported,
+            task.importer,
+        )  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - one file's crash must not end the run
         return FileResult(notices=(Notice.internal_error(task.display, exc),))
 

@@ -201,6 +201,9 @@ class RankAnalysis:
         self.return_imports: dict[cst.FunctionDef, set[str]] = defaultdict(set)
         self.module_values: dict[str, tuple[Deps, set[str]]] = {}
         self._imports_seen: set[str] | None = None
+        #: With `ctx.summarize`: every imported name whose rank dependence was
+        #: asked for; facts about other names cannot change this module's findings.
+        self.consulted: set[str] = set()
 
     # ------------------------------------------------------------ walker hooks
 
@@ -239,9 +242,12 @@ class RankAnalysis:
     def visit_Return(self, node: cst.Return) -> None:
         function = self.ctx.enclosing_function()
         if function is not None and node.value is not None:
-            with self._tracing_imports() as seen:
+            if self.ctx.summarize and not any(isinstance(n, cst.ClassDef) for n in self.ctx.stack):
+                with self._tracing_imports() as seen:  # module functions: other modules may call them
+                    self.returns[function] |= self.deps(node.value)
+                self.return_imports[function] |= seen
+            else:
                 self.returns[function] |= self.deps(node.value)
-            self.return_imports[function] |= seen
 
     def _tracing_imports(self) -> _ImportTrace:
         return _ImportTrace(self)
@@ -338,7 +344,7 @@ class RankAnalysis:
         if names & _ENV_GETTERS and node.args and _string(node.args[0].value) in RANK_ENV:
             return _DIRECT
         last = last_name(func)
-        if last is not None and (last in RANK_CALL_NAMES or self.is_rank_name(last) or _is_rank_getter(last)):
+        if last is not None and (last in RANK_CALL_NAMES or self.is_rank_name(last) or is_rank_getter(last)):
             return _DIRECT
         if self._imported_rank(func):
             return _DIRECT
@@ -356,11 +362,13 @@ class RankAnalysis:
     def _imported_rank(self, node: cst.BaseExpression) -> bool:
         """Whether `node` is an imported helper (or value) the project knows
         to be rank-dependent; records the import while tracing."""
-        if self._imports_seen is None and not self.facts:
+        if not (self.ctx.summarize or self.facts):
             return False
         imported = self.ctx.scopes.imported_qualnames(node)
         if not imported:
             return False
+        if self.ctx.summarize:
+            self.consulted |= imported
         if self._imports_seen is not None:
             self._imports_seen |= imported
         return self.facts.rank(imported)
@@ -620,7 +628,17 @@ class _ImportTrace:
                 self.outer |= self.seen
 
 
-def _is_rank_getter(name: str) -> bool:
+def is_conventional_rank_call(name: str) -> bool:
+    """Whether a call of a function with this last name is rank-dependent
+    whichever module defines it (without configured `rank-names`)."""
+    lowered = name.lower()
+    return (
+        name in RANK_CALL_NAMES or name in DEFAULT_RANK_NAMES or is_rank_getter(name)
+        or (lowered.endswith(RANK_SUFFIX) and lowered not in NOT_RANKS)
+    )  # fmt: skip
+
+
+def is_rank_getter(name: str) -> bool:
     """Megatron-style `get_tensor_model_parallel_rank()`, `get_data_parallel_rank()`."""
     return name.startswith("get_") and name.endswith("rank") and name[4:] not in NOT_RANKS
 

@@ -26,7 +26,7 @@ from ddplint.engine.walker import Walker
 from ddplint.model import Finding, Fix, Notice, NoticeLevel, Related, Span
 from ddplint.project.facts import NO_FACTS, FileFacts
 from ddplint.project.collector import SummaryCollector
-from ddplint.project.summary import ModuleSummary, imports_summary
+from ddplint.project.summary import ModuleSummary, attribute_uses, imports_summary
 from ddplint.rule import Rule, all_rules
 
 SYNTAX_ERROR = "DDP000"
@@ -60,6 +60,8 @@ def check_bytes(
     prefilter: bool = True,
     facts: FileFacts = NO_FACTS,
     summarize: bool = False,
+    imported: bool = True,
+    importer: bool = True,
 ) -> FileResult:
     """Lint a file's raw bytes, decoding them per PEP 263 first."""
     if len(data) > settings.max_file_size:
@@ -69,7 +71,7 @@ def check_bytes(
         text = decode_source(data)
     except SourceError as exc:
         return FileResult(_syntax_findings(path, exc.problem, settings, ""))
-    return check_source(path, text, settings, prefilter, facts, summarize)
+    return check_source(path, text, settings, prefilter, facts, summarize, imported, importer)
 
 
 def _size(count: int) -> str:
@@ -83,21 +85,38 @@ def check_source(
     prefilter: bool = True,
     facts: FileFacts = NO_FACTS,
     summarize: bool = False,
+    imported: bool = True,
+    importer: bool = True,
 ) -> FileResult:
     """Lint one file's text with the rules `settings` enables.
 
     `facts` are what the whole-project analysis knows about the helpers the
-    file imports; `summarize` asks for the file's own `ModuleSummary`.
+    file imports; `summarize` asks for the file's own `ModuleSummary`, with
+    the facts of its functions and classes only when other modules import
+    it (`imported`; else just its imports); `importer` says whether it
+    imports another linted module (else no facts can reach it).
     """
     tree = python_ast(text, path)
     if isinstance(tree, SourceProblem):
         return FileResult(_syntax_findings(path, tree, settings, text))
-    rules = _visitor_rules(settings.rules)
-    if prefilter:
-        rules = _applicable(rules, text, settings.rank_names, bool(facts))
-    imports, lines = imports_summary(tree) if summarize else (None, {})
-    # A module importing facts may pass them on (`def should_log(): return am_leader()`).
-    walk_for_summary = summarize and (bool(facts) or _summary_worthy(text))
+    every_rule = _visitor_rules(settings.rules)
+    rules = _applicable(every_rule, text, settings.rank_names, bool(facts)) if prefilter else every_rule
+    imports, lines, walk_for_summary = None, {}, False
+    if summarize:
+        imports, lines = imports_summary(tree)
+        imports = dataclasses.replace(imports, uses=attribute_uses(text, imports.aliases))
+        # A module importing facts may pass them on (`def should_log(): return am_leader()`).
+        walk_for_summary = imported and (bool(facts) or _summary_worthy(text))
+        with_facts = every_rule if not prefilter else (
+            _applicable(every_rule, text, settings.rank_names, True) if importer else rules
+        )
+        if rules or walk_for_summary:
+            # Parsed anyway: also run the rules that facts could enable (without
+            # facts they find nothing, as the prefilter guarantees), so the walk
+            # records every imported name a lint with facts would consult.
+            rules = with_facts
+        if (rules or not with_facts) and not (imported and not walk_for_summary):
+            imports = dataclasses.replace(imports, consulted=())  # filled in by the walk
     if not rules and not walk_for_summary:
         return FileResult(summary=imports)
     with _recursion_limit(_DEEP_RECURSION):
@@ -108,10 +127,7 @@ def check_source(
             return FileResult(notices=(Notice(path, note, NoticeLevel.WARNING),), summary=imports)
         except RecursionError:
             return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.WARNING),), summary=imports)
-        result = _lint_module(path, text, module, settings, rules, facts, imports if walk_for_summary else None, lines)
-        if result.summary is None and imports is not None:
-            result = dataclasses.replace(result, summary=imports)
-        return result
+        return _lint_module(path, text, module, settings, rules, facts, imports, lines, walk_for_summary)
 
 
 #: Text without which a module's summary has no facts to walk for: rank
@@ -154,7 +170,11 @@ def _lint_module(
     facts: FileFacts = NO_FACTS,
     summary: ModuleSummary | None = None,
     lines: dict[str, int] | None = None,
+    symbols: bool = False,
 ) -> FileResult:
+    """One walk; with a `summary` to complete, also what it records: the
+    imported names the lint consulted, and (with `symbols`) the facts of the
+    module's own functions and classes."""
     walker_stack: list[cst.CSTNode] = []
     requires = {name for rule in rules for name in rule.requires}
     summarize = summary is not None
@@ -182,7 +202,11 @@ def _lint_module(
     except RecursionError:
         return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.WARNING),), parsed=True)
     if collector is not None and summary is not None:
-        summary = summary.with_symbols(collector.symbols(lines or {}))
+        if symbols:
+            summary = summary.with_symbols(collector.symbols(lines or {}))
+        if summary.consulted is not None:
+            consulted, called = collector.consulted()
+            summary = dataclasses.replace(summary, consulted=consulted, called=called)
     return FileResult(findings, tuple(notices), parsed=True, summary=summary)
 
 

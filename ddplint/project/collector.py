@@ -10,7 +10,6 @@ it calls, and whether it replaces ``builtins.print`` (DETR's
 
 from __future__ import annotations
 
-import sys
 from collections import defaultdict
 from typing import TYPE_CHECKING, Mapping
 
@@ -18,18 +17,17 @@ from ddplint.analysis.classes import imported_bases
 from ddplint.analysis.collectives import collective_name, in_lazy_initialization
 from ddplint.analysis.data import dataset_kind
 from ddplint.lazy import cst
-from ddplint.project.summary import Symbol
+from ddplint.project.summary import EXTERNAL_ROOTS, Symbol
 
 if TYPE_CHECKING:
     from ddplint.engine.context import FileContext
 
-#: Imported names that are never a linted module's: the standard library, torch, numpy.
-_EXTERNAL_ROOTS = frozenset(getattr(sys, "stdlib_module_names", ())) | {"torch", "numpy", "builtins"}
 _PRINT = "builtins.print"
 
 
 def _external(qualname: str) -> bool:
-    return qualname.split(".", 1)[0] in _EXTERNAL_ROOTS
+    """Imported names that are never a linted module's: the standard library, torch, numpy."""
+    return qualname.split(".", 1)[0] in EXTERNAL_ROOTS
 
 
 class SummaryCollector:
@@ -46,32 +44,49 @@ class SummaryCollector:
         self.calls: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, tuple]]] = defaultdict(list)
         self.imported_calls: dict[cst.FunctionDef, list[tuple[str, cst.BaseExpression, tuple]]] = defaultdict(list)
         self.silencers: set[cst.FunctionDef] = set()
+        #: Module-level functions and the functions nested in them (not methods,
+        #: which no other module reaches by name).
+        self.module_functions: set[cst.FunctionDef] = set()
+        #: Every imported name the module calls.
+        self.called: set[str] = set()
 
     def _top_level(self) -> bool:
         """Whether the node being visited is outside every function and class."""
         return not any(isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) for n in self.ctx.stack[:-1])
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self._top_level():
-            self.top_functions.setdefault(node.name.value, node)
+        for ancestor in reversed(self.ctx.stack[:-1]):
+            if isinstance(ancestor, (cst.ClassDef, cst.Lambda)):
+                return  # a method: no other module reaches it by name
+            if isinstance(ancestor, cst.FunctionDef):
+                if ancestor in self.module_functions:
+                    self.module_functions.add(node)
+                return
+        self.top_functions.setdefault(node.name.value, node)
+        self.module_functions.add(node)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        bases = imported_bases(node, self.ctx)
+        self.called |= bases  # a Dataset base class from another module
         if self._top_level():
-            via = tuple(sorted(q for q in imported_bases(node, self.ctx) if not _external(q)))
+            via = tuple(sorted(q for q in bases if not _external(q)))
             self.classes.setdefault(node.name.value, Symbol(dataset=dataset_kind(node, self.ctx), dataset_via=via))
 
     def visit_Call(self, node: cst.Call) -> None:
-        function = self.ctx.enclosing_function()
-        if function is None:
-            return
         ctx = self.ctx
         func = node.func
+        called = ctx.scopes.imported_qualnames(func)
+        if called:
+            self.called |= called  # a helper's collective or print silencing matters where it is called
+        function = ctx.enclosing_function()
+        if function not in self.module_functions:
+            return
         shown = collective_name(node, ctx)
         if shown is not None:
             self.direct.setdefault(function, []).append((shown, self._condition()))
             return
         local = [v for v in ctx.values_of(func) if isinstance(v, cst.FunctionDef)] if isinstance(func, cst.Name) else []
-        imported = [q for q in ctx.scopes.imported_qualnames(func) if not _external(q)]
+        imported = [q for q in called if not _external(q)]
         if not (local or imported):
             return
         condition = self._condition()
@@ -91,12 +106,18 @@ class SummaryCollector:
 
     def leave_Assign(self, node: cst.Assign) -> None:
         function = self.ctx.enclosing_function()
-        if function is not None and any(
+        if function in self.module_functions and any(
             isinstance(t.target, cst.Attribute) and _PRINT in self.ctx.qualified_names(t.target) for t in node.targets
         ):
             self.silencers.add(function)
 
     # ------------------------------------------------------------ after the walk
+
+    def consulted(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The imported names whose rank dependence the lint asked about, and
+        those it calls or derives classes from (see `ModuleSummary.consulted`)."""
+        rank = tuple(sorted(q for q in self.ctx.rank.consulted if not _external(q)))
+        return rank, tuple(sorted(q for q in self.called if not _external(q)))
 
     def symbols(self, lines: Mapping[str, int]) -> dict[str, Symbol]:
         """The module's top-level symbols with their facts.

@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable
 
+from ddplint.analysis.collectives import COLLECTIVE_FUNCTIONS, COLLECTIVE_MODULES, COLLECTIVE_QUALNAMES
+from ddplint.analysis.rank import RANK_FUNCTIONS, is_conventional_rank_call
 from ddplint.project.facts import Fact, FileFacts
 from ddplint.project.summary import ModuleSummary
 
@@ -215,9 +217,22 @@ class ProjectIndex:
         return result
 
     def file_facts(self, entry: ModuleEntry) -> FileFacts:
-        """The facts of the names `entry` imports, keyed as its code spells them."""
+        """The facts of the names `entry` imports, keyed as its code spells
+        them; facts the rules know from the name alone are left out (every
+        module already knows `deepspeed.comm.all_reduce`), so linting a
+        library's own modules does not re-lint all its importers."""
+        out = self._file_facts(entry)
+        kept = {}
+        for name, fact in out.items():
+            fact = _beyond_catalogue(name, fact)
+            if fact.relevant:
+                kept[name] = fact
+        return FileFacts(kept)
+
+    def _file_facts(self, entry: ModuleEntry) -> dict[str, Fact]:
         out: dict[str, Fact] = {}
         summary = entry.summary
+        used = _prefixes_of(summary.uses)
         for raw in summary.aliases.values():
             fact = self.fact(self._resolve(raw, entry))
             if fact is not None and fact.relevant:
@@ -227,9 +242,31 @@ class ProjectIndex:
                 for module, exported in self._interesting.items():
                     if module == name or module.startswith(name + "."):
                         for symbol, fact in exported.items():
-                            out.setdefault(f"{raw}{module[len(name):]}.{symbol}", fact)
+                            key = f"{raw}{module[len(name):]}.{symbol}"
+                            if key in used:
+                                out.setdefault(key, fact)
         for star in summary.stars:
             base = self.absolute(star, entry)
             for symbol, fact in (self.exported(base) if base else {}).items():
                 out.setdefault(f"{star}.{symbol}", fact)
-        return FileFacts(out)
+        return out
+
+
+def _prefixes_of(uses: Iterable[str]) -> set[str]:
+    """Every dotted prefix of the attribute chains a module reads."""
+    result: set[str] = set()
+    for use in uses:
+        parts = use.split(".")
+        result.update(".".join(parts[:i]) for i in range(2, len(parts) + 1))
+    return result
+
+
+def _beyond_catalogue(name: str, fact: Fact) -> Fact:
+    """`fact` without what the rules conclude from `name` itself: rank
+    functions by qualified or conventional name, catalogued collectives."""
+    module, _, last = name.rpartition(".")
+    if fact.rank and (name in RANK_FUNCTIONS or is_conventional_rank_call(last)):
+        fact = replace(fact, rank=False)
+    if fact.collective and ((module in COLLECTIVE_MODULES and last in COLLECTIVE_FUNCTIONS) or name in COLLECTIVE_QUALNAMES):
+        fact = replace(fact, collective=())
+    return fact

@@ -10,8 +10,13 @@ parses (an ``__init__.py`` of re-exports) still has a summary.
 from __future__ import annotations
 
 import ast
+import re
+import sys
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
+
+if TYPE_CHECKING:
+    from ddplint.project.facts import Fact
 
 
 @dataclass(frozen=True)
@@ -56,9 +61,28 @@ class ModuleSummary:
     aliases: Mapping[str, str] = field(default_factory=dict)
     stars: tuple[str, ...] = ()
     exports: tuple[str, ...] | None = None
+    #: Attribute chains read from imported names (``dist.get_rank`` after
+    #: ``import deepspeed.comm as dist`` -> ``deepspeed.comm.get_rank``),
+    #: so a module import brings only the facts the module uses.
+    uses: tuple[str, ...] = ()
+    #: The imported names whose rank dependence the module's lint asked
+    #: about, and those it calls or derives classes from: facts about other
+    #: names cannot change its findings. None when unknown (any facts could).
+    consulted: tuple[str, ...] | None = None
+    called: tuple[str, ...] = ()
 
     def with_symbols(self, symbols: Mapping[str, Symbol]) -> ModuleSummary:
         return replace(self, symbols={k: v for k, v in symbols.items() if not v.empty})
+
+    def needs(self, facts: Mapping[str, Fact]) -> bool:
+        """Whether `facts` (about the names this module imports) could change its findings."""
+        if self.consulted is None:
+            return True
+        return any(
+            (fact.rank and name in self.consulted)
+            or ((fact.collective or fact.silences_print or fact.dataset) and name in self.called)
+            for name, fact in facts.items()
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,13 +90,20 @@ class ModuleSummary:
             "aliases": dict(self.aliases),
             "stars": list(self.stars),
             "exports": None if self.exports is None else list(self.exports),
+            "uses": list(self.uses),
+            "consulted": None if self.consulted is None else list(self.consulted),
+            "called": list(self.called),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ModuleSummary:
         symbols = {name: _symbol_from_json(s) for name, s in data["symbols"].items()}
         exports = data["exports"]
-        return cls(symbols, dict(data["aliases"]), tuple(data["stars"]), None if exports is None else tuple(exports))
+        aliases, stars, consulted = dict(data["aliases"]), tuple(data["stars"]), data["consulted"]
+        return cls(
+            symbols, aliases, stars, None if exports is None else tuple(exports), tuple(data["uses"]),
+            None if consulted is None else tuple(consulted), tuple(data["called"]),
+        )  # fmt: skip
 
 
 def _symbol_json(symbol: Symbol) -> dict[str, Any]:
@@ -120,6 +151,20 @@ def imports_summary(tree: ast.Module) -> tuple[ModuleSummary, dict[str, int]]:
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             exports = _string_list(node.value)
     return ModuleSummary(aliases=aliases, stars=tuple(stars), exports=exports), lines
+
+
+def attribute_uses(text: str, aliases: Mapping[str, str]) -> tuple[str, ...]:
+    """The attribute chains the module's text reads from its imported names,
+    as qualified names (one regular-expression pass; comments may add a few)."""
+    names = sorted((b for b in aliases if b.isidentifier() and aliases[b].split(".", 1)[0] not in EXTERNAL_ROOTS), key=len, reverse=True)
+    if not names:
+        return ()
+    pattern = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, names)) + r")((?:\.\w+)+)")
+    return tuple(sorted({aliases[m.group(1)] + m.group(2) for m in pattern.finditer(text)}))
+
+
+#: Import roots whose modules are never linted with the project.
+EXTERNAL_ROOTS = frozenset(getattr(sys, "stdlib_module_names", ())) | {"torch", "numpy", "builtins"}
 
 
 def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
