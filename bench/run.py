@@ -170,7 +170,7 @@ def measure_set(
     rows = [
         ("bare `libcst.parse_module` (1 process)", [sys.executable, "-c", PARSE, str(listing)]),
         ("parse + Position/Parent/Scope/QualifiedName providers", [sys.executable, "-c", METADATA, str(listing)]),
-        ("ddplint -j1 --no-cache --no-prefilter", [*ddplint, "-j1", "--no-cache", "--no-prefilter"]),
+        ("ddplint -j1 --no-cache --no-project --no-prefilter", [*ddplint, "-j1", "--no-cache", "--no-project", "--no-prefilter"]),
         ("ddplint -j1 --no-cache", [*ddplint, "-j1", "--no-cache"]),
         ("ddplint -j1 --no-cache --no-project", [*ddplint, "-j1", "--no-cache", "--no-project"]),
         ("ddplint (default -j) --no-cache", [*ddplint, "--no-cache"]),
@@ -193,12 +193,12 @@ def measure_set(
 
 
 def prefilter_check(roots: list[Path]) -> str:
-    """Findings with the prefilter on and off (it must be invisible)."""
+    """Findings with the prefilter on and off (it must be invisible), module by module."""
     def findings(*extra: str) -> list:
         command = [sys.executable, "-m", "ddplint", "check", "--exit-zero", "-q", "--no-cache", "--format", "json", *extra]
         return json.loads(subprocess.run([*command, *map(str, roots)], capture_output=True, text=True).stdout)
 
-    on, off = findings(), findings("--no-prefilter")
+    on, off = findings("--no-project"), findings("--no-project", "--no-prefilter")
     verdict = "identical" if on == off else f"DIFFERENT ({len(on)} vs {len(off)})"
     return f"Prefilter on vs off over these files: {verdict} findings ({len(on)})."
 
