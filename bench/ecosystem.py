@@ -45,6 +45,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from ddplint.config.resolver import ConfigResolver
+    from ddplint.discovery import discover
     from ddplint.runner import available_cpus, lint_paths
 
     corpus = fetch(args.cache)
@@ -55,7 +56,7 @@ def main() -> None:
     start = time.perf_counter()
     for root in roots:
         report = lint_paths([root], ConfigResolver(cwd=root.parent), jobs=args.jobs or available_cpus())
-        files = sorted(root.rglob("*.py"))
+        files = sorted(f.path for f in discover([root], ConfigResolver(cwd=root.parent)).files)  # what ddplint lints
         lines = sum(p.read_bytes().count(b"\n") for p in files)
         internal = sum(1 for n in report.notices if n.internal)
         syntax = {str(Path(f.path).resolve()) for f in report.findings if f.rule == "DDP000"}
