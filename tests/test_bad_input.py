@@ -98,3 +98,31 @@ def test_warnings_about_the_users_code_stay_off_stderr(tmp_path: Path) -> None:
     run = run_script(".", cwd=tmp_path, env={"PYTHONWARNINGS": "always"})
     assert run.status == 1 and "DDP" in run.stdout
     assert run.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ('"""doc"""\nimport os\nfrom __future__ import annotations\n', "from __future__ imports must occur at the beginning of the file"),
+        ('"""doc"""\n"not a docstring"\nfrom __future__ import annotations\n', "from __future__ imports must occur at the beginning of the file"),
+        ("from __future__ import rested_snopes\n", "future feature rested_snopes is not defined"),
+        ("from __future__ import braces\n", "not a chance"),
+    ],
+)
+def test_future_statements_rejected_by_the_compiler_are_ddp000(source: str, message: str) -> None:
+    """CPython rejects these after parsing (in its compiler); `python file.py` fails, so DDP000 says so."""
+    from ddplint.config import Settings
+    from ddplint.engine import check_source
+
+    with pytest.raises(SyntaxError, match=message):
+        compile(source, "f.py", "exec", dont_inherit=True)
+    (finding,) = check_source("f.py", source, Settings.all_rules()).findings
+    assert finding.rule == "DDP000" and finding.message.startswith(message)
+
+
+def test_valid_future_statements_are_fine() -> None:
+    from ddplint.config import Settings
+    from ddplint.engine import check_source
+
+    source = '"""doc"""\n# comment\nfrom __future__ import annotations\nfrom __future__ import division, print_function\nx = "__future__"\n'
+    assert not check_source("f.py", source, Settings.all_rules()).findings

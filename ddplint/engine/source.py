@@ -7,6 +7,7 @@ handed a file Python itself rejects.
 
 from __future__ import annotations
 
+import __future__
 import ast
 import io
 import tokenize
@@ -72,11 +73,36 @@ def python_ast(text: str, path: str) -> ast.Module | SourceProblem:
     try:
         with warnings.catch_warnings():  # the user's invalid escapes are not ours to print
             warnings.simplefilter("ignore")
-            return compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+            tree = compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
         return SourceProblem(_describe(exc), _error_span(text, exc))
     except (RecursionError, MemoryError) as exc:  # what `python file.py` reports too
         return SourceProblem(f"{type(exc).__name__}: {exc}", Span(1, 1, 1, 2))
+    if "__future__" in text:
+        problem = _future_problem(tree)
+        if problem is not None:
+            return problem
+    return tree
+
+
+def _future_problem(tree: ast.Module) -> SourceProblem | None:
+    """The errors CPython's compiler (not its parser) raises for future
+    statements: one after other code, or an unknown feature."""
+    code_seen = False
+    for index, node in enumerate(tree.body):
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__" and node.level == 0:
+            span = Span(node.lineno, node.col_offset + 1, node.lineno, node.col_offset + 2)
+            if code_seen:
+                return SourceProblem("from __future__ imports must occur at the beginning of the file", span)
+            for alias in node.names:
+                if alias.name == "braces":
+                    return SourceProblem("not a chance", span)
+                if alias.name not in __future__.all_feature_names:
+                    return SourceProblem(f"future feature {alias.name} is not defined", span)
+        elif not (index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                  and isinstance(node.value.value, str)):  # fmt: skip
+            code_seen = True
+    return None
 
 
 def _describe(exc: SyntaxError) -> str:
