@@ -17,7 +17,7 @@ from pathlib import Path
 from ddplint.cache import Cache, entry_key
 from ddplint.config.resolver import ConfigResolver
 from ddplint.config.settings import Settings
-from ddplint.discovery import SourceFile, discover
+from ddplint.discovery import discover
 from ddplint.engine import FileResult, check_bytes
 from ddplint.engine.source import SourceProblem, python_ast
 from ddplint.model import Notice
@@ -229,20 +229,6 @@ def _lint_task(task: _Task) -> FileResult:
         )  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - one file's crash must not end the run
         return FileResult(notices=(Notice.internal_error(task.display, exc),))
-
-
-def lint_file(source: SourceFile, resolver: ConfigResolver) -> FileResult:
-    """Read and lint one file; an unreadable file or a ddplint bug becomes a notice."""
-    try:
-        data = source.path.read_bytes()
-    except OSError as exc:
-        return FileResult(notices=(Notice(source.display, f"cannot read file: {exc.strerror or exc}"),))
-    settings = resolver.settings_for(source.path)
-    try:
-        return check_bytes(source.display, data, settings)
-    except Exception as exc:  # noqa: BLE001 - one file's crash must not end the run
-        return FileResult(notices=(Notice.internal_error(source.display, exc),))
-
 
 
 def lint_stdin(

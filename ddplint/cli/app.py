@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Callable, List, NoReturn, Optional
 
 import typer
 
@@ -26,6 +26,20 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _exit_with(run: Callable[[], int], usage_error: type[Exception], debug: bool) -> NoReturn:
+    """Exit with `run`'s status; a usage error or an internal error (without
+    `--debug`) becomes one line on stderr and exit status 2."""
+    try:
+        status = run()
+    except usage_error as exc:
+        raise _fail(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - the last line of defence
+        if debug:
+            raise
+        raise _fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)") from None
+    raise typer.Exit(status)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -119,15 +133,7 @@ def check(
         project=not no_project,
         absolute_paths=absolute_paths,
     )
-    try:
-        status = run_check(request)
-    except UsageError as exc:
-        raise _fail(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 - the last line of defence
-        if debug:
-            raise
-        raise _fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)") from None
-    raise typer.Exit(status)
+    _exit_with(lambda: run_check(request), UsageError, debug)
 
 
 @app.command()
@@ -200,15 +206,7 @@ def doctor(
         exit_zero=exit_zero, debug=debug,
         color=not no_color and "NO_COLOR" not in os.environ and output is None and sys.stdout.isatty(),
     )  # fmt: skip
-    try:
-        status = run_doctor(request)
-    except DoctorUsageError as exc:
-        raise _fail(str(exc)) from None
-    except Exception as exc:  # noqa: BLE001 - the last line of defence
-        if debug:
-            raise
-        raise _fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)") from None
-    raise typer.Exit(status)
+    _exit_with(lambda: run_doctor(request), DoctorUsageError, debug)
 
 
 @app.command()
