@@ -27,7 +27,7 @@ from ddplint.engine import check_source
 from ddplint.cache import Cache, default_cache_dir
 from ddplint.model import Finding, Severity, Span
 from ddplint.paths import project_root
-from ddplint.project.facts import FileFacts
+from ddplint.project.facts import FileFacts, ProjectRole
 from ddplint.project.index import ProjectIndex
 from ddplint.runner import project_index, single_file_facts
 from ddplint.rule import get_rule
@@ -120,7 +120,7 @@ class DdplintServer(LanguageServer):
         except ValueError:
             shown = str(path)
         facts = self.project_facts(path, document.source, resolver)
-        result = check_source(shown, document.source, resolver.settings_for(path), facts=facts)
+        result = check_source(shown, document.source, resolver.settings_for(path), project=ProjectRole(facts=facts))
         for notice in result.notices:
             self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=f"{notice.path}: {notice.message}"))
         return [f for f in result.findings if f.suppressed is None], document.source.splitlines()

@@ -21,7 +21,7 @@ from ddplint.discovery import discover
 from ddplint.engine import FileResult, check_bytes
 from ddplint.engine.source import SourceProblem, python_ast
 from ddplint.model import Notice
-from ddplint.project.facts import NO_FACTS, FileFacts
+from ddplint.project.facts import ALONE, NO_FACTS, FileFacts, ProjectRole
 from ddplint.project.imports import imported_names
 from ddplint.project.index import ModuleEntry, ProjectIndex, module_names, project_roots
 from ddplint.project.summary import ModuleSummary, attribute_uses, imports_summary
@@ -50,17 +50,12 @@ class _Task:
     settings: Settings
     key: str | None
     prefilter: bool = True
-    facts: FileFacts = NO_FACTS
-    summarize: bool = False
+    project: ProjectRole = ALONE
     path: Path | None = None
-    #: Whether the summary may walk the module for facts (other modules import it).
-    imported: bool = True
-    #: Whether the module imports another linted module (so facts may reach it).
-    importer: bool = True
 
     def with_facts(self, facts: FileFacts, cache: Cache | None) -> _Task:
         key = entry_key(self.data, self.display, self.settings, "facts:" + facts.digest()) if cache else None
-        return dataclasses.replace(self, facts=facts, key=key)
+        return dataclasses.replace(self, project=dataclasses.replace(self.project, facts=facts), key=key)
 
 
 def lint_paths(
@@ -91,7 +86,7 @@ def lint_paths(
             report.add(FileResult(notices=(Notice(source.display, f"cannot read file: {exc.strerror or exc}"),)))
             continue
         settings = resolver.settings_for(source.path)
-        tasks.append(_Task(source.display, data, settings, None, prefilter, summarize=project, path=source.path))
+        tasks.append(_Task(source.display, data, settings, None, prefilter, ProjectRole(summarize=project), source.path))
     if project:
         results, _ = _lint_project(tasks, paths, resolver, jobs, cache)
     else:
@@ -106,7 +101,7 @@ def lint_paths(
 def _cached_run(tasks: list[_Task], jobs: int, cache: Cache | None) -> list[FileResult]:
     """The results of `tasks`, from the cache where it has them."""
     results: list[FileResult | None] = [cache.get(t.key) if cache and t.key else None for t in tasks]
-    todo = [i for i, r in enumerate(results) if r is None or (tasks[i].summarize and r.summary is None)]
+    todo = [i for i, r in enumerate(results) if r is None or (tasks[i].project.summarize and r.summary is None)]
     for index, result in zip(todo, _run([tasks[i] for i in todo], jobs)):
         results[index] = result
         if cache is not None and tasks[index].key is not None:
@@ -126,8 +121,7 @@ def _lint_project(
     tasks = [
         dataclasses.replace(
             task,
-            imported=imported,
-            importer=importer,
+            project=dataclasses.replace(task.project, imported=imported, importer=importer),
             key=entry_key(task.data, task.display, task.settings, f"summary:{imported}:{importer}") if cache else None,
         )
         for task, (imported, importer) in zip(tasks, roles)
@@ -186,7 +180,7 @@ def project_index(root: Path, resolver: ConfigResolver, cache: Cache | None, job
         except OSError:
             continue
         settings = resolver.settings_for(source.path)
-        tasks.append(_Task(source.display, data, settings, None, summarize=True, path=source.path))
+        tasks.append(_Task(source.display, data, settings, None, project=ProjectRole(summarize=True), path=source.path))
     return _lint_project(tasks, [root], resolver, jobs, cache)[1]
 
 
@@ -223,10 +217,7 @@ def _run(tasks: list[_Task], jobs: int) -> list[FileResult]:
 
 def _lint_task(task: _Task) -> FileResult:
     try:
-        return check_bytes(
-            task.display, task.data, task.settings, task.prefilter, task.facts, task.summarize, task.imported,
-            task.importer,
-        )  # fmt: skip
+        return check_bytes(task.display, task.data, task.settings, task.prefilter, task.project)
     except Exception as exc:  # noqa: BLE001 - one file's crash must not end the run
         return FileResult(notices=(Notice.internal_error(task.display, exc),))
 
@@ -242,7 +233,7 @@ def lint_stdin(
         try:
             text = data.decode("utf-8", errors="replace")
             facts = single_file_facts(index, path, text, [root] if root else [])
-            report.add(check_bytes(filename, data, resolver.settings_for(path), facts=facts))
+            report.add(check_bytes(filename, data, resolver.settings_for(path), project=ProjectRole(facts=facts)))
         except Exception as exc:  # noqa: BLE001
             report.notices.append(Notice.internal_error(filename, exc))
     return report

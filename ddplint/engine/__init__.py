@@ -24,7 +24,7 @@ from ddplint.engine.source import SourceError, SourceProblem, decode_source, pyt
 from ddplint.engine.suppression import Suppressions
 from ddplint.engine.walker import Walker
 from ddplint.model import Finding, Fix, Notice, NoticeLevel, Related, Span
-from ddplint.project.facts import NO_FACTS, FileFacts
+from ddplint.project.facts import ALONE, NO_FACTS, FileFacts, ProjectRole
 from ddplint.project.collector import SummaryCollector
 from ddplint.project.summary import ModuleSummary, attribute_uses, imports_summary
 from ddplint.rule import Rule, all_rules
@@ -58,10 +58,7 @@ def check_bytes(
     data: bytes,
     settings: Settings,
     prefilter: bool = True,
-    facts: FileFacts = NO_FACTS,
-    summarize: bool = False,
-    imported: bool = True,
-    importer: bool = True,
+    project: ProjectRole = ALONE,
 ) -> FileResult:
     """Lint a file's raw bytes, decoding them per PEP 263 first."""
     if len(data) > settings.max_file_size:
@@ -71,7 +68,7 @@ def check_bytes(
         text = decode_source(data)
     except SourceError as exc:
         return FileResult(_syntax_findings(path, exc.problem, settings, ""))
-    return check_source(path, text, settings, prefilter, facts, summarize, imported, importer)
+    return check_source(path, text, settings, prefilter, project)
 
 
 def _size(count: int) -> str:
@@ -83,39 +80,31 @@ def check_source(
     text: str,
     settings: Settings,
     prefilter: bool = True,
-    facts: FileFacts = NO_FACTS,
-    summarize: bool = False,
-    imported: bool = True,
-    importer: bool = True,
+    project: ProjectRole = ALONE,
 ) -> FileResult:
-    """Lint one file's text with the rules `settings` enables.
-
-    `facts` are what the whole-project analysis knows about the helpers the
-    file imports; `summarize` asks for the file's own `ModuleSummary`, with
-    the facts of its functions and classes only when other modules import
-    it (`imported`; else just its imports); `importer` says whether it
-    imports another linted module (else no facts can reach it).
-    """
+    """Lint one file's text with the rules `settings` enables, in the role
+    the whole-project analysis gives it (see `ProjectRole`)."""
+    facts = project.facts
     tree = python_ast(text, path)
     if isinstance(tree, SourceProblem):
         return FileResult(_syntax_findings(path, tree, settings, text))
     every_rule = _visitor_rules(settings.rules)
     rules = _applicable(every_rule, text, settings.rank_names, bool(facts)) if prefilter else every_rule
     imports, lines, walk_for_summary = None, {}, False
-    if summarize:
+    if project.summarize:
         imports, lines = imports_summary(tree)
         imports = dataclasses.replace(imports, uses=attribute_uses(text, imports.aliases))
         # A module importing facts may pass them on (`def should_log(): return am_leader()`).
-        walk_for_summary = imported and (bool(facts) or _summary_worthy(text))
+        walk_for_summary = project.imported and (bool(facts) or _summary_worthy(text))
         with_facts = every_rule if not prefilter else (
-            _applicable(every_rule, text, settings.rank_names, True) if importer else rules
+            _applicable(every_rule, text, settings.rank_names, True) if project.importer else rules
         )
         if rules or walk_for_summary:
             # Parsed anyway: also run the rules that facts could enable (without
             # facts they find nothing, as the prefilter guarantees), so the walk
             # records every imported name a lint with facts would consult.
             rules = with_facts
-        if (rules or not with_facts) and not (imported and not walk_for_summary):
+        if (rules or not with_facts) and not (project.imported and not walk_for_summary):
             imports = dataclasses.replace(imports, consulted=())  # filled in by the walk
     if not rules and not walk_for_summary:
         return FileResult(summary=imports)

@@ -73,3 +73,21 @@ class FileFacts:
 
 
 NO_FACTS = FileFacts()
+
+
+@dataclass(frozen=True)
+class ProjectRole:
+    """What the whole-project analysis asks of one file's lint: the facts of
+    its imports, whether to return its `ModuleSummary` (`summarize`), whether
+    another linted file imports it (then the summary holds the facts of its
+    own functions and classes), and whether it imports another linted file
+    (else no facts can reach it)."""
+
+    facts: FileFacts = NO_FACTS
+    summarize: bool = False
+    imported: bool = True
+    importer: bool = True
+
+
+#: A file linted on its own.
+ALONE = ProjectRole()
