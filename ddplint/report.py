@@ -9,6 +9,7 @@ from ddplint.model import Finding, Notice
 
 if TYPE_CHECKING:
     from ddplint.engine import FileResult
+    from ddplint.fixing import FixedFile
 
 
 @dataclass
@@ -18,6 +19,8 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     notices: list[Notice] = field(default_factory=list)
     files: int = 0
+    #: Files that `--fix`/`--diff` changed (in memory), in path order.
+    fixed: list[FixedFile] = field(default_factory=list)
 
     def add(self, result: FileResult) -> None:
         """Merge one file's result."""
@@ -29,6 +32,7 @@ class Report:
         """Findings by path, line, column, code; notices by path."""
         self.findings.sort(key=lambda f: f.sort_key)
         self.notices.sort(key=lambda n: n.path)
+        self.fixed.sort(key=lambda f: f.display)
 
     def with_paths(self, convert: Callable[[str], str]) -> Report:
         """The same report with every path passed through `convert`."""
@@ -37,7 +41,12 @@ class Report:
             return replace(f, path=convert(f.path), related=related)
 
         notices = [replace(n, path=convert(n.path)) for n in self.notices]
-        return Report([finding(f) for f in self.findings], notices, self.files)
+        return Report([finding(f) for f in self.findings], notices, self.files, self.fixed)
+
+    @property
+    def fixes_applied(self) -> int:
+        """Findings that `--fix` fixed."""
+        return sum(f.applied for f in self.fixed)
 
     @property
     def active(self) -> list[Finding]:

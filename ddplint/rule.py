@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from ddplint.engine.context import FileContext, Message
+    from ddplint.analysis.rewrite import ProposedFix
 
 REQUIRED_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
 OPTIONAL_SECTIONS = ("Fix safety", "Options", "References")
@@ -118,7 +119,7 @@ class Rule:
         message: Message,
         *,
         related: tuple[tuple[cst.CSTNode, str], ...] = (),
-        fix: Fix | None = None,
+        fix: Fix | ProposedFix | None = None,
         statement: cst.CSTNode | None = None,
     ) -> None:
         """Record a finding anchored at `node`; `related` pairs (node, why).

@@ -18,7 +18,9 @@ from ddplint.cache import Cache, entry_key
 from ddplint.config.resolver import ConfigResolver
 from ddplint.config.settings import Settings
 from ddplint.discovery import discover
+from ddplint.fixing import FixMode, fix_file
 from ddplint.engine import FileResult, check_bytes
+from ddplint.engine.fixer import FixOutcome, applicable, fix_source
 from ddplint.engine.source import SourceProblem, python_ast
 from ddplint.model import Notice
 from ddplint.project.facts import ALONE, NO_FACTS, FileFacts, ProjectRole
@@ -66,6 +68,7 @@ def lint_paths(
     cache: Cache | None = None,
     prefilter: bool = True,
     project: bool = True,
+    fix: FixMode | None = None,
 ) -> Report:
     """Lint files and directories; missing paths must be rejected before.
 
@@ -73,7 +76,9 @@ def lint_paths(
     the report is the same as with one job. `cache` skips files whose
     bytes, path, settings and ddplint version were linted before. With
     `project`, helpers imported from other linted files are resolved (see
-    `ddplint.project`); without, each file is analysed on its own.
+    `ddplint.project`); without, each file is analysed on its own. With
+    `fix`, the files with applicable fixes are fixed (in memory: the report
+    holds the fixed texts in `fixed`, and the findings that remain).
     """
     resolver = resolver or ConfigResolver()
     found = discover(paths, resolver, force_exclude=force_exclude)
@@ -88,14 +93,32 @@ def lint_paths(
         settings = resolver.settings_for(source.path)
         tasks.append(_Task(source.display, data, settings, None, prefilter, ProjectRole(summarize=project), source.path))
     if project:
-        results, _ = _lint_project(tasks, paths, resolver, jobs, cache)
+        results, _, tasks = _lint_project(tasks, paths, resolver, jobs, cache)
     else:
         tasks = [dataclasses.replace(t, key=entry_key(t.data, t.display, t.settings)) for t in tasks] if cache else tasks
         results = _cached_run(tasks, jobs, cache)
-    for result in results:
-        report.add(result)
+    for task, result in zip(tasks, results):
+        report.add(_fixed(task, result, fix, report) if fix else result)
     report.sort()
     return report
+
+
+def _fixed(task: _Task, result: FileResult, mode: FixMode, report: Report) -> FileResult:
+    """`result`, or with fixes to apply, the result of the fixed file (which
+    joins `report.fixed`)."""
+    if not any(applicable(f, mode.unsafe) for f in result.findings):
+        return result
+
+    def fixer(text: str, first: FileResult) -> FixOutcome:
+        return fix_source(task.display, text, task.settings, mode.unsafe, task.project, first)
+
+    try:
+        result, fixed = fix_file(task.display, task.path, task.data, result, fixer)
+    except Exception as exc:  # noqa: BLE001 - a bug in one fix must not end the run
+        return FileResult(result.findings, (*result.notices, Notice.internal_error(task.display, exc, " while fixing")))
+    if fixed is not None:
+        report.fixed.append(fixed)
+    return result
 
 
 def _cached_run(tasks: list[_Task], jobs: int, cache: Cache | None) -> list[FileResult]:
@@ -111,10 +134,10 @@ def _cached_run(tasks: list[_Task], jobs: int, cache: Cache | None) -> list[File
 
 def _lint_project(
     tasks: list[_Task], paths: list[Path], resolver: ConfigResolver, jobs: int, cache: Cache | None
-) -> tuple[list[FileResult], ProjectIndex]:
+) -> tuple[list[FileResult], ProjectIndex, list[_Task]]:
     """Lint every file, then again, with the facts of their imports, the files
     that import helpers the project knows something about; repeat while facts
-    change. Returns the results and the final index."""
+    change. Returns the results, the final index and the tasks as last run."""
     roots = project_roots(paths, [t.path for t in tasks if t.path], resolver.source_roots())
     named = [module_names(t.path.resolve(), roots) if t.path else ((), False) for t in tasks]
     roles = _import_roles(tasks, named)
@@ -133,6 +156,7 @@ def _lint_project(
     ]
     used = [NO_FACTS] * len(tasks)
     index = ProjectIndex(entries)
+    tasks = list(tasks)
     for _ in range(MAX_PROJECT_ROUNDS):
         changed = {}
         for i, entry in enumerate(entries):
@@ -146,12 +170,14 @@ def _lint_project(
         if not changed:
             break
         todo = list(changed)
-        rerun = _cached_run([tasks[i].with_facts(changed[i], cache) for i in todo], jobs, cache)
+        for i in todo:
+            tasks[i] = tasks[i].with_facts(changed[i], cache)
+        rerun = _cached_run([tasks[i] for i in todo], jobs, cache)
         for i, result in zip(todo, rerun):
             results[i], used[i] = result, changed[i]
             entries[i] = dataclasses.replace(entries[i], summary=result.summary or entries[i].summary)
         index = ProjectIndex(entries)
-    return results, index
+    return results, index, tasks
 
 
 def _import_roles(tasks: list[_Task], named: list[tuple[tuple[str, ...], bool]]) -> list[tuple[bool, bool]]:
@@ -223,17 +249,25 @@ def _lint_task(task: _Task) -> FileResult:
 
 
 def lint_stdin(
-    data: bytes, filename: str, resolver: ConfigResolver, index: ProjectIndex | None = None, root: Path | None = None
+    data: bytes,
+    filename: str,
+    resolver: ConfigResolver,
+    index: ProjectIndex | None = None,
+    root: Path | None = None,
+    fix: FixMode | None = None,
 ) -> Report:
     """Lint `data` as if it were the file `filename` (excludes apply by name),
-    with the facts `index` (the project at `root` on disk) has about its imports."""
+    with the facts `index` (the project at `root` on disk) has about its
+    imports; with `fix`, the fixed text joins `report.fixed`."""
     path = Path(filename)
     report = Report()
     if not resolver.excludes_file(path):
         try:
             text = data.decode("utf-8", errors="replace")
             facts = single_file_facts(index, path, text, [root] if root else [])
-            report.add(check_bytes(filename, data, resolver.settings_for(path), project=ProjectRole(facts=facts)))
+            task = _Task(filename, data, resolver.settings_for(path), None, project=ProjectRole(facts=facts))
+            result = _lint_task(task)
+            report.add(_fixed(task, result, fix, report) if fix else result)
         except Exception as exc:  # noqa: BLE001
             report.notices.append(Notice.internal_error(filename, exc))
     return report

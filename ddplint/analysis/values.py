@@ -99,6 +99,19 @@ def may_be_not_none(node: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool
     )
 
 
+def certainly_not_none(node: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
+    """Whether every path gives `node` a value other than ``None`` (a
+    constructor call, a literal, a name only ever bound to such values)."""
+    if depth > _MAX_DEPTH:
+        return False
+    if isinstance(node, cst.IfExp):
+        return certainly_not_none(node.body, ctx, depth + 1) and certainly_not_none(node.orelse, ctx, depth + 1)
+    if isinstance(node, cst.Name) and node.value not in ("True", "False", "None"):
+        values = ctx.values_of(node)
+        return bool(values) and all(certainly_not_none(v, ctx, depth + 1) for v in values)
+    return may_be_not_none(node, ctx, depth)
+
+
 def is_constructor_call(node: cst.Call, ctx: FileContext) -> bool:
     """Whether `node` instantiates a class (which never returns None).
 

@@ -105,6 +105,14 @@ def check(
     absolute_paths: Annotated[
         bool, typer.Option("--absolute-paths", help="Absolute paths in JSON/SARIF/GitHub/GitLab output.")
     ] = False,
+    fix: Annotated[bool, typer.Option("--fix", help="Apply the safe fixes; report what remains.")] = False,
+    unsafe_fixes: Annotated[
+        bool, typer.Option("--unsafe-fixes", help="With --fix/--diff/--fix-only: also the unsafe fixes (review them).")
+    ] = False,
+    diff: Annotated[
+        bool, typer.Option("--diff", help="Print the fixes as a unified diff; change nothing (exit 1 if any).")
+    ] = False,
+    fix_only: Annotated[bool, typer.Option("--fix-only", help="Apply the fixes; report nothing else.")] = False,
 ) -> None:
     """Lint Python files for distributed-training bugs."""
     from ddplint.cli.check import CheckRequest, UsageError, run_check
@@ -132,6 +140,10 @@ def check(
         prefilter=not no_prefilter,  # for benchmarks and the prefilter's own checks
         project=not no_project,
         absolute_paths=absolute_paths,
+        fix=fix,
+        unsafe_fixes=unsafe_fixes,
+        diff=diff,
+        fix_only=fix_only,
     )
     _exit_with(lambda: run_check(request), UsageError, debug)
 

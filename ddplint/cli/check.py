@@ -13,6 +13,7 @@ from ddplint.model import NoticeLevel, Severity
 from ddplint.reporters import OutputFormat, RenderOptions, renderer
 from ddplint.report import Report
 from ddplint.cache import Cache, default_cache_dir
+from ddplint.fixing import FixMode, write_fixed
 from ddplint.paths import project_root, shown_path
 from ddplint.runner import available_cpus, lint_paths, lint_stdin, project_index
 
@@ -49,6 +50,18 @@ class CheckRequest:
     prefilter: bool = True
     project: bool = True
     absolute_paths: bool = False
+    #: Apply safe fixes (and with `unsafe_fixes`, unsafe ones) to the files.
+    fix: bool = False
+    unsafe_fixes: bool = False
+    #: Print the fixes as a unified diff instead of applying them.
+    diff: bool = False
+    #: Apply fixes and report nothing else.
+    fix_only: bool = False
+
+    @property
+    def fix_mode(self) -> FixMode | None:
+        """What to fix, when fixing or diffing at all."""
+        return FixMode(unsafe=self.unsafe_fixes) if self.fix or self.diff or self.fix_only else None
 
 
 def _check_selectors(option: str, selectors: tuple[str, ...] | None) -> None:
@@ -74,14 +87,14 @@ def _resolver(request: CheckRequest) -> ConfigResolver:
         raise UsageError(str(exc)) from None
 
 
-def _lint(request: CheckRequest, resolver: ConfigResolver) -> Report:
+def _lint(request: CheckRequest, resolver: ConfigResolver, stdin: bytes | None) -> Report:
     paths = request.paths
-    if request.stdin_filename is not None and paths in ([], [STDIN]):
+    if stdin is not None and request.stdin_filename is not None:
         root = project_root(resolver.cwd)
         index = project_index(root, resolver, _cache(request, resolver)) if request.project else None
-        return lint_stdin(sys.stdin.buffer.read(), request.stdin_filename, resolver, index, root)
-    if paths == [STDIN]:
-        return lint_stdin(sys.stdin.buffer.read(), "<stdin>", resolver)
+        return lint_stdin(stdin, request.stdin_filename, resolver, index, root, request.fix_mode)
+    if stdin is not None:
+        return lint_stdin(stdin, "<stdin>", resolver, fix=request.fix_mode)
     paths = paths or [Path(".")]
     for path in paths:
         if not (path.exists() or path.is_symlink()):
@@ -100,6 +113,7 @@ def _lint(request: CheckRequest, resolver: ConfigResolver) -> Report:
         cache=cache,
         prefilter=request.prefilter,
         project=request.project,
+        fix=request.fix_mode,
     )
 
 
@@ -127,14 +141,60 @@ def _print_notices(report: Report, debug: bool) -> None:
             print(notice.detail, file=sys.stderr, end="")
 
 
+def _from_stdin(request: CheckRequest) -> bool:
+    return request.paths == [STDIN] or (request.stdin_filename is not None and request.paths in ([], [STDIN]))
+
+
+def _check_fix_options(request: CheckRequest) -> None:
+    if request.diff and (request.fix or request.fix_only):
+        raise UsageError("--diff shows the fixes without applying them; it cannot be combined with --fix or --fix-only")
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _fix_summary(report: Report, diff: bool) -> str:
+    """"Fixed 3 findings in 2 files." / "Would fix ..." """
+    verb = "Would fix" if diff else "Fixed"
+    return f"{verb} {_plural(report.fixes_applied, 'finding')} in {_plural(len(report.fixed), 'file')}."
+
+
+def _apply_fixes(request: CheckRequest, report: Report, stdin: bytes | None) -> None:
+    """Write the fixed files, the fixed standard input, or the diff, to where they go."""
+    if request.diff:
+        sys.stdout.write("".join(f.diff() for f in report.fixed))
+    elif stdin is not None:  # editors' format-on-save: the whole (fixed) source on stdout
+        if report.fixed:
+            sys.stdout.write(report.fixed[0].after)
+        else:
+            sys.stdout.buffer.write(stdin)
+    else:
+        for fixed in report.fixed:
+            failure = write_fixed(fixed)
+            if failure is not None:
+                report.notices.append(failure)
+    sys.stdout.flush()
+
+
 def run_check(request: CheckRequest) -> int:
-    """Lint, render, write; return the exit status."""
+    """Lint (and fix), render, write; return the exit status."""
     resolver = _resolver(request)
+    _check_fix_options(request)
+    stdin = sys.stdin.buffer.read() if _from_stdin(request) else None
     try:
-        report = _lint(request, resolver)
+        report = _lint(request, resolver, stdin)
         fail_on = resolver.fail_on()
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    if request.fix_mode is not None:
+        _apply_fixes(request, report, stdin)
+        if request.diff or request.fix_only:
+            _print_notices(report, request.debug)
+            if not request.quiet:
+                print(_fix_summary(report, request.diff), file=sys.stderr)
+            status = exit_status(report, Severity.ERROR, exit_zero=True)  # 2 on internal errors, else 0
+            return max(status, 1 if request.diff and report.fixed else 0)
     options = RenderOptions(
         cwd=resolver.cwd,
         color=request.color,
@@ -146,12 +206,16 @@ def run_check(request: CheckRequest) -> int:
     if request.output_format is not OutputFormat.TEXT:  # machine-readable: no paths of the machine
         report = report.with_paths(lambda p: shown_path(p, resolver.cwd, request.absolute_paths))
     text = renderer(request.output_format)(report, options)
+    if request.fix and report.fixed and not request.quiet and request.output_format is OutputFormat.TEXT:
+        text += _fix_summary(report, diff=False) + "\n"
     _print_notices(report, request.debug)
     if request.output is not None:
         try:
             request.output.write_text(text, encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"--output {request.output}: {exc.strerror or exc}") from None
+    elif stdin is not None and request.fix:  # stdout holds the fixed source
+        sys.stderr.write(text)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()

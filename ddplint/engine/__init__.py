@@ -19,6 +19,8 @@ import libcst as cst
 from ddplint.config.settings import Settings
 from ddplint.analysis.distributed import runs_per_rank
 from ddplint.engine.context import FileContext, PendingFinding
+from ddplint.analysis.rewrite import ProposedFix
+from ddplint.engine.fixes import resolve_fix
 from ddplint.engine.positions import comments, resolve_positions, to_span
 from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast
 from ddplint.engine.suppression import Suppressions
@@ -220,9 +222,8 @@ def _finalize(
             n if isinstance(n, Related) else Related(path, span_of(n), why) for n, why in map(_pair, item.related)
         )
         message = item.message if isinstance(item.message, str) else item.message(span_of)
-        findings.append(
-            _make_finding(item.rule, settings, message, path, span, lines, related, item.fix, suppressed)
-        )
+        fix = resolve_fix(item.fix, module, text, positions) if isinstance(item.fix, ProposedFix) else item.fix
+        findings.append(_make_finding(item.rule, settings, message, path, span, lines, related, fix, suppressed))
     return tuple(sorted(findings, key=lambda f: f.sort_key))
 
 

@@ -23,6 +23,7 @@ from ddplint.project.facts import NO_FACTS, FileFacts
 from ddplint.model import Fix, Related, Span
 
 if TYPE_CHECKING:
+    from ddplint.analysis.rewrite import ProposedFix
     from ddplint.rule import Rule
 
 #: A finding's message, or a function of "where is this node" for messages
@@ -43,7 +44,7 @@ class PendingFinding:
     message: Message
     #: (node, why) in this file, or a `Related` location in another file.
     related: tuple[tuple[cst.CSTNode, str] | Related, ...]
-    fix: Fix | None
+    fix: Fix | ProposedFix | None
 
 
 class FileContext:
@@ -134,7 +135,7 @@ class FileContext:
         message: Message,
         *,
         related: tuple[tuple[cst.CSTNode, str] | Related, ...] = (),
-        fix: Fix | None = None,
+        fix: Fix | ProposedFix | None = None,
         statement: cst.CSTNode | None = None,
     ) -> None:
         """Record a finding; the statement around `node` scopes `# noqa`.

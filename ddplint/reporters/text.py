@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ddplint.model import Finding, Severity
+from ddplint.model import Applicability, Finding, Severity
 from ddplint.reporters import RenderOptions
 from ddplint.report import Report
 
@@ -45,6 +45,7 @@ def summary(report: Report) -> str:
         )
         with_findings = len({f.path for f in active})
         line = f"Found {_plural(len(active), 'finding')} ({parts}) in {with_findings} of {files}."
+    line += _fixable(active)
     suppressed = len(report.findings) - len(active)
     if suppressed:
         line += f" {suppressed} suppressed by noqa."
@@ -52,6 +53,16 @@ def summary(report: Report) -> str:
     if unlinted:
         line += f" {_plural(unlinted, 'path')} could not be linted."
     return line
+
+
+def _fixable(active: list[Finding]) -> str:
+    """" 2 fixable with `--fix` (1 more with `--unsafe-fixes`)." or nothing."""
+    kinds = Counter(f.fix.applicability for f in active if f.fix is not None and f.fix.edits)
+    safe, unsafe = kinds[Applicability.SAFE], kinds[Applicability.UNSAFE]
+    if not safe and not unsafe:
+        return ""
+    more = f" ({unsafe} more with `--fix --unsafe-fixes`)" if unsafe else ""
+    return f" {safe} fixable with `--fix`{more}." if safe else f" {unsafe} fixable with `--fix --unsafe-fixes`."
 
 
 def statistics(report: Report) -> list[str]:

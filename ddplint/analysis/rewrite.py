@@ -1,0 +1,95 @@
+"""Building the nodes that fixes put in place of the user's.
+
+Small, formatting-preserving edits of LibCST nodes: what is not changed
+keeps its whitespace and comments, so the fixed code reads as the user
+wrote it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
+
+from ddplint.lazy import cst
+from ddplint.model import Applicability
+
+if TYPE_CHECKING:
+    import libcst
+
+class _DeleteLines:
+    """Remove a statement's own lines (its comments and blank lines above stay)."""
+
+    def __repr__(self) -> str:
+        return "DELETE_LINES"
+
+
+DELETE_LINES = _DeleteLines()
+
+#: What a node becomes: another node, several statements, or (`DELETE_LINES`) nothing.
+Replacement = Union["libcst.CSTNode", "libcst.FlattenSentinel", _DeleteLines]
+
+
+@dataclass(frozen=True)
+class ProposedFix:
+    """A fix as a rule proposes it: a title and node replacements (the
+    engine turns them into text edits once positions are known)."""
+
+    title: str
+    changes: tuple[tuple[cst.CSTNode, Replacement], ...]
+    applicability: Applicability = Applicability.SAFE
+
+    @classmethod
+    def display_only(cls, title: str) -> ProposedFix:
+        """Advice with no edit (the editor shows it; `--fix` never applies it)."""
+        return cls(title, (), Applicability.DISPLAY_ONLY)
+
+
+def insert_before(statement: cst.BaseStatement, *new: cst.BaseStatement) -> tuple[cst.CSTNode, Replacement]:
+    """The change that puts `new` statements before `statement` (its comments stay above them)."""
+    first, *rest = new
+    moved = first.with_changes(leading_lines=statement.leading_lines)
+    return statement, cst.FlattenSentinel([moved, *rest, statement.with_changes(leading_lines=())])
+
+#: Expressions that need no parentheses before `.attr`, `(...)` or as an operand.
+_ATOMS = ("Name", "Attribute", "Call", "Subscript", "SimpleString", "Integer", "Float", "List", "Tuple", "Dict")
+
+
+def without_arg(call: cst.Call, arg: cst.Arg) -> cst.Call:
+    """`call` without `arg`; the argument before it takes over its comma."""
+    args = list(call.args)
+    index = next(i for i, a in enumerate(args) if a is arg)
+    del args[index]
+    if index == len(args) and args:  # it was the last: keep the call's trailing comma style
+        args[-1] = args[-1].with_changes(comma=arg.comma)
+    return call.with_changes(args=args)
+
+
+def with_arg_value(call: cst.Call, arg: cst.Arg, value: cst.BaseExpression) -> cst.Call:
+    """`call` with `arg`'s value replaced (keyword, comma and spacing kept)."""
+    return call.with_changes(args=[a.with_changes(value=value) if a is arg else a for a in call.args])
+
+
+def is_atom(node: cst.BaseExpression) -> bool:
+    """Whether `node` can take `.attr` or an operator without parentheses."""
+    return bool(node.lpar) or type(node).__name__ in _ATOMS
+
+
+def parenthesized(node: cst.BaseExpression) -> cst.BaseExpression:
+    """`node`, in parentheses unless it is an atom."""
+    if is_atom(node):
+        return node
+    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def dotted(name: str) -> cst.BaseExpression:
+    """`a.b.c` as a Name/Attribute chain."""
+    first, *rest = name.split(".")
+    node: cst.BaseExpression = cst.Name(first)
+    for part in rest:
+        node = cst.Attribute(value=node, attr=cst.Name(part))
+    return node
+
+
+def method_call(receiver: cst.BaseExpression, method: str) -> cst.Call:
+    """`receiver.method()`, parenthesizing the receiver when it needs it."""
+    return cst.Call(func=cst.Attribute(value=parenthesized(receiver), attr=cst.Name(method)))
