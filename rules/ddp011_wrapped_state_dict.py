@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ddplint.analysis.rewrite import ProposedFix
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
@@ -53,9 +54,12 @@ class WrappedStateDict(Rule):
 
     ## Fix safety
 
-    Replacing `model.state_dict()` with `model.module.state_dict()` is safe
-    for a plain `DistributedDataParallel`; the automatic fix comes with
-    `--fix` (planned).
+    `--fix` replaces `model.state_dict()` with `model.module.state_dict()`:
+    safe, since the rule fires only when every value the receiver can hold
+    is a `DistributedDataParallel` or `DataParallel` call, and both keep the
+    wrapped model in `.module`. The saved keys lose their `module.` prefix,
+    which is the point: checkpoints written before the fix need
+    `consume_prefix_in_state_dict_if_present` to load.
 
     ## References
 
@@ -87,6 +91,10 @@ class WrappedStateDict(Rule):
                     state_dict,
                     f"`{shown}` is a DDP/DataParallel wrapper, so this state dict's keys start with "
                     f"`module.` and will not load into the bare model; save `{shown}.module.state_dict()`",
+                    fix=ProposedFix(
+                        f"Save `{shown}.module.state_dict()`",
+                        ((receiver, cst.Attribute(value=receiver, attr=cst.Name("module"))),),
+                    ),
                 )
 
     def _state_dict_calls(self, node: cst.BaseExpression, follow: bool) -> list[cst.Call]:

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from ddplint.analysis.collectives import NO_GRAD_CONTEXTS
 from ddplint.analysis.loops import is_step
 from ddplint.analysis.names import last_name
+from ddplint.analysis.rewrite import ProposedFix, method_call
 from ddplint.lazy import cst
-from ddplint.model import Severity
+from ddplint.model import Applicability, Severity
 from ddplint.rule import Rule
 
 #: Methods and functions that release the autograd graph of a tensor.
@@ -24,6 +25,8 @@ class _Accumulation:
     loop: cst.CSTNode
     accumulator: str
     value: cst.BaseExpression
+    #: Where the accumulator's other uses are looked for (the function, else the module).
+    scope: cst.CSTNode
 
 
 @dataclass
@@ -82,6 +85,18 @@ class LossGraphAccumulation(Rule):
         total_loss += loss.item()
     ```
 
+    ## Fix safety
+
+    `--fix` accumulates `loss.item()` instead of `loss` (`total += loss` →
+    `total += loss.item()`, `losses.append(loss.item())`): safe when the
+    accumulator is only printed, logged as a number or averaged, as it is
+    then a float instead of a tensor. When it is also used as a tensor
+    elsewhere in the function — a method called on it (`total.cpu()`), or
+    passed to a library call (`dist.all_reduce(total)`, `torch.stack(losses)`)
+    — the fix accumulates `loss.detach()` instead, and is unsafe (applied
+    only with `--unsafe-fixes`): the tensor stays on the device and that code
+    needs review. `.item()` waits for the GPU once per step.
+
     ## References
 
     - [PyTorch FAQ: my model reports "cuda runtime error(2): out of memory"](https://pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory)
@@ -139,7 +154,8 @@ class LossGraphAccumulation(Rule):
         name = _accumulator(target)
         if not loops or name is None or self._under_no_grad():
             return
-        self.candidates.append(_Accumulation(node, self.ctx.statement(), loops[0], name, value))
+        scope = self.ctx.enclosing_function() if "." not in name else None
+        self.candidates.append(_Accumulation(node, self.ctx.statement(), loops[0], name, value, scope or self.ctx.module))
 
     def _under_no_grad(self) -> bool:
         for node in self.ctx.stack:
@@ -168,7 +184,17 @@ class LossGraphAccumulation(Rule):
                     f"`{item.accumulator}` across iterations, so memory grows every step; accumulate "
                     "`.item()` (or `.detach()`) instead",
                     statement=item.statement,
+                    fix=self._fix(item),
                 )
+
+    def _fix(self, item: _Accumulation) -> ProposedFix:
+        """Accumulate `.item()`; `.detach()` (unsafe: review) when the
+        accumulator is used as a tensor elsewhere (a method, a torch call)."""
+        shown = self.ctx.module.code_for_node(item.value)
+        if _used_as_tensor(item.scope, item.accumulator, item.node):
+            return ProposedFix(f"Accumulate `{shown}.detach()`",
+                               ((item.value, method_call(item.value, "detach")),), Applicability.UNSAFE)
+        return ProposedFix(f"Accumulate `{shown}.item()`", ((item.value, method_call(item.value, "item")),))
 
     def _carries_graph(self, value: cst.BaseExpression, facts: _LoopFacts, depth: int = 0) -> bool:
         if depth > 4:
@@ -225,6 +251,29 @@ def _accumulator(node: cst.BaseExpression | None) -> str | None:
     if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
         return f"{node.value.value}.{node.attr.value}"
     return None
+
+
+#: Methods of a list accumulator that do not use its elements as tensors.
+_LIST_METHODS = frozenset({"append", "extend", "clear", "pop", "insert"})
+
+
+def _used_as_tensor(scope: cst.CSTNode, name: str, accumulation: cst.CSTNode) -> bool:
+    """Whether `name` is used as a tensor in `scope` outside `accumulation`:
+    a method called on it (`total.backward()`, `total.cpu()`) or passed to a
+    callee with a dotted name (`dist.all_reduce(total)`, `torch.stack(losses)`)."""
+    todo = [scope]
+    while todo:
+        node = todo.pop()
+        if node is accumulation:
+            continue
+        if isinstance(node, cst.Attribute) and _accumulator(node.value) == name:
+            if node.attr.value not in _LIST_METHODS:
+                return True
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            if any(_accumulator(a.value) == name for a in node.args):
+                return True
+        todo.extend(node.children)
+    return False
 
 
 def _mentions(node: cst.CSTNode, name: str) -> bool:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from ddplint.analysis.calls import BoundArguments, bind_arguments
 from ddplint.analysis.classes import class_of_instance, inherits_from
 from ddplint.analysis.data import DATALOADERS, DATAPIPES, ITERABLE_DATASETS, LOADER_POSITIONAL
-from ddplint.analysis.values import int_value, is_none_literal, may_be_not_none, truthiness
+from ddplint.analysis.values import certainly_not_none, int_value, is_none_literal, may_be_not_none, truthiness
 from ddplint.lazy import cst
+from ddplint.analysis.rewrite import ProposedFix, with_arg_value, without_arg
 from ddplint.model import Severity
 from ddplint.rule import Rule
 
@@ -103,7 +104,25 @@ class SamplerShuffleConflict(Rule):
             "`ValueError: sampler option is mutually exclusive with shuffle`; drop `shuffle=` "
             "(let the sampler shuffle) or pass `shuffle=(sampler is None)`",
             related=((shuffle, "`shuffle` is truthy here"), (sampler, "the sampler")),
+            fix=self._shuffle_fix(node, sampler, shuffle),
         )
+
+    def _shuffle_fix(self, call: cst.Call, sampler: cst.Arg, shuffle: cst.Arg) -> ProposedFix:
+        """Let the sampler shuffle: drop `shuffle=` when a sampler is always
+        given, else shuffle only when it is not (`shuffle=(sampler is None)`)."""
+        if certainly_not_none(sampler.value, self.ctx):
+            if shuffle.keyword is not None:
+                return ProposedFix("Remove `shuffle=`; the sampler shuffles", ((call, without_arg(call, shuffle)),))
+            return ProposedFix("Pass `False` for `shuffle`; the sampler shuffles",
+                               ((call, with_arg_value(call, shuffle, cst.Name("False"))),))
+        if not isinstance(sampler.value, cst.Name):
+            return ProposedFix.display_only("Pass `shuffle=` only when no sampler is given")
+        test = cst.Comparison(
+            sampler.value, [cst.ComparisonTarget(cst.Is(), cst.Name("None"))], lpar=[cst.LeftParen()], rpar=[cst.RightParen()]
+        )
+        name = self._code(sampler.value)
+        return ProposedFix(f"Shuffle only without a sampler: `shuffle=({name} is None)`",
+                           ((call, with_arg_value(call, shuffle, test)),))
 
     def _check_batch_sampler(self, node: cst.Call, args: BoundArguments) -> None:
         batch_sampler = self._given(args, "batch_sampler")

@@ -40,7 +40,7 @@ def test_bare_invocation_lints_the_current_directory(ddplint, project) -> None:
     run = ddplint(cwd=project)
     assert run.status == 1
     assert run.stdout.startswith("bad.py:2:1: DDP014 ")
-    assert run.stdout.splitlines()[-1] == "Found 1 finding (1 error) in 1 of 2 files."
+    assert run.stdout.splitlines()[-1] == "Found 1 finding (1 error) in 1 of 2 files. 1 fixable with `--fix`."
 
 
 def test_check_subcommand_is_the_default(ddplint, project) -> None:

@@ -136,7 +136,10 @@ def test_json_matches_the_documented_schema(ddplint, repo) -> None:
     first = findings[1]
     assert first["path"] == "src/train.py" and (first["line"], first["column"]) == (4, 10)
     assert first["name"] == "sampler-shuffle-conflict" and first["severity"] == "error"
-    assert first["related"] and first["fix"] is None
+    assert first["related"]
+    assert first["fix"]["applicability"] == "safe" and first["fix"]["title"].startswith("Remove `shuffle=`")
+    (edit,) = first["fix"]["edits"]
+    assert (edit["line"], edit["end_line"], edit["content"]) == (4, 4, "")
 
 
 # ------------------------------------------------------------------ GitHub
