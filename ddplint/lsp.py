@@ -25,7 +25,7 @@ from ddplint.config.resolver import ConfigResolver
 from ddplint.docs import help_uri
 from ddplint.engine import check_source
 from ddplint.cache import Cache, default_cache_dir
-from ddplint.model import Finding, Severity, Span
+from ddplint.model import Applicability, Finding, Severity, Span
 from ddplint.paths import project_root
 from ddplint.project.facts import FileFacts, ProjectRole
 from ddplint.project.index import ProjectIndex
@@ -207,10 +207,13 @@ def code_action(ls: DdplintServer, params: lsp.CodeActionParams) -> list[lsp.Cod
     uri = params.text_document.uri
     document = ls.workspace.get_text_document(uri)
     lines = document.source.splitlines()
+    ours = [d for d in params.context.diagnostics if d.source == SOURCE and isinstance(d.code, str)]
+    findings = ls.findings(uri)[0] if ours else []
     actions = []
-    for diagnostic in params.context.diagnostics:
-        if diagnostic.source != SOURCE or not isinstance(diagnostic.code, str):
-            continue
+    for diagnostic in ours:
+        fix_action = _fix_action(diagnostic, findings, lines, uri)
+        if fix_action is not None:
+            actions.append(fix_action)
         line = diagnostic.range.start.line
         edit = noqa_edit(lines[line] if line < len(lines) else "", line, diagnostic.code)
         actions.append(
@@ -222,6 +225,26 @@ def code_action(ls: DdplintServer, params: lsp.CodeActionParams) -> list[lsp.Cod
             )
         )
     return actions
+
+
+def _fix_action(diagnostic: lsp.Diagnostic, findings: list[Finding], lines: list[str], uri: str) -> lsp.CodeAction | None:
+    """The finding's own fix (the same edits as `--fix`), for the finding the diagnostic shows."""
+    for finding in findings:
+        fix = finding.fix
+        if finding.rule != diagnostic.code or to_range(finding.span, lines) != diagnostic.range:
+            continue
+        if fix is None or not fix.edits or fix.applicability is Applicability.DISPLAY_ONLY:
+            return None
+        unsafe = fix.applicability is Applicability.UNSAFE
+        edits = [lsp.TextEdit(range=to_range(e.span, lines), new_text=e.content) for e in fix.edits]
+        return lsp.CodeAction(
+            title=f"{fix.title} (unsafe: review the change)" if unsafe else fix.title,
+            kind=lsp.CodeActionKind.QuickFix,
+            diagnostics=[diagnostic],
+            is_preferred=not unsafe,
+            edit=lsp.WorkspaceEdit(changes={uri: edits}),
+        )
+    return None
 
 
 def noqa_edit(text: str, line: int, code: str) -> lsp.TextEdit:

@@ -101,8 +101,9 @@ async def test_noqa_quick_fix(client: LanguageClient, workspace: Path) -> None:
             context=lsp.CodeActionContext(diagnostics=[diagnostic]),
         )
     )
-    (action,) = actions
+    fix, action = actions
     assert action.title == "Suppress DDP014 with # noqa"
+    assert fix.title == "Remove `shuffle=`; the sampler shuffles" and fix.is_preferred
     (edit,) = action.edit.changes[uri]
     lines = BAD.splitlines()
     line = lines[edit.range.start.line]
@@ -118,6 +119,27 @@ async def test_noqa_quick_fix(client: LanguageClient, workspace: Path) -> None:
     )
     await client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     assert list(client.diagnostics[uri]) == []
+
+
+async def test_quick_fix_applies_the_same_edit_as_fix(client: LanguageClient, workspace: Path) -> None:
+    from ddplint.config import Settings
+    from ddplint.engine.fixer import fix_source
+
+    uri = await _open(client, workspace / "train.py", BAD)
+    (diagnostic,) = client.diagnostics[uri]
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            range=diagnostic.range,
+            context=lsp.CodeActionContext(diagnostics=[diagnostic]),
+        )
+    )
+    (edit,) = actions[0].edit.changes[uri]
+    lines = BAD.splitlines(keepends=True)
+    assert edit.range.start.line == edit.range.end.line
+    line = lines[edit.range.start.line]
+    lines[edit.range.start.line] = line[: edit.range.start.character] + edit.new_text + line[edit.range.end.character :]
+    assert "".join(lines) == fix_source("train.py", BAD, Settings.all_rules()).text
 
 
 HELPER = "import torch.distributed as dist\n\n\ndef sync():\n    dist.barrier()\n"
