@@ -6,11 +6,12 @@ from dataclasses import dataclass, field
 
 from ddplint.analysis.calls import bind_arguments
 from ddplint.analysis.data import BATCH_SAMPLERS, is_dataloader, is_distributed_sampler, loader_arguments
-from ddplint.analysis.names import last_name
+from ddplint.analysis.names import dotted_name, last_name
+from ddplint.analysis.rewrite import ProposedFix, insert_before
 from ddplint.analysis.tree import descendants
 from ddplint.analysis.values import truthiness
 from ddplint.lazy import cst
-from ddplint.model import Severity
+from ddplint.model import Applicability, Severity
 from ddplint.rule import Rule
 
 #: `DistributedSampler.__init__`'s positional parameters.
@@ -27,6 +28,8 @@ class _Iteration:
     params: frozenset[str]
     loops: tuple[cst.For, ...]
     function: cst.FunctionDef | None
+    #: What the loop iterates (`train_loader` of `enumerate(train_loader)`).
+    expr: cst.BaseExpression | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,6 +110,18 @@ class MissingSetEpoch(Rule):
             train_step(batch)
     ```
 
+    ## Fix safety
+
+    With `--unsafe-fixes`, the fix inserts `<loader>.sampler.set_epoch(<epoch>)`
+    as the first statement of the epoch loop, where the loop variable is a
+    plain name, the loader is a name (or attribute) bound outside the loop
+    and was given its `sampler=`. It is unsafe because it changes the data
+    order of every epoch after the first (the point of the fix, but training
+    curves change) and because the loop variable must really count epochs
+    (`for epoch in range(start, epochs)`). Anywhere else, and where the loop
+    already calls `set_epoch` with the wrong value (the new call would be
+    undone), the fix is advice only.
+
     ## References
 
     - [DistributedSampler: call set_epoch at the start of each epoch](https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler)
@@ -161,7 +176,7 @@ class MissingSetEpoch(Rule):
     def _record_iteration(self, expr: cst.BaseExpression, loops: tuple) -> None:
         keys, params = self._keys(expr), self._params_in(expr)
         if keys or params:
-            self.facts.iterations.append(_Iteration(frozenset(keys), params, loops, self.ctx.enclosing_function()))
+            self.facts.iterations.append(_Iteration(frozenset(keys), params, loops, self.ctx.enclosing_function(), expr))
 
     def _maybe_helper_call(self, node: cst.Call) -> None:
         if not isinstance(node.func, cst.Name):
@@ -245,10 +260,10 @@ class MissingSetEpoch(Rule):
             if id(sampler) not in facts.samplers or ("loader", loader) in facts.prepared:
                 continue
             keys = self._aliases(loader)
-            for loops, function in self._iterations_of(keys):
+            for loops, function, iterated in self._iterations_of(keys):
                 if loops and id(loops[0]) not in flagged and not self._sets_epoch(loops, function, keys, sampler):
                     flagged.add(id(loops[0]))
-                    self._report(loops[0], sampler)
+                    self._report(loops[0], sampler, self._set_epoch_fix(loops, loader, iterated))
 
     def _aliases(self, loader: cst.Call) -> frozenset:
         """The keys that denote this loader: itself and the builders returning it."""
@@ -262,9 +277,10 @@ class MissingSetEpoch(Rule):
                     changed = True
         return frozenset(keys)
 
-    def _iterations_of(self, keys: frozenset) -> list[tuple[tuple, cst.FunctionDef | None]]:
-        """(loops around the iteration, function) for each place the loader is iterated."""
-        found = [(it.loops, it.function) for it in self.facts.iterations if it.keys & keys]
+    def _iterations_of(self, keys: frozenset) -> list[tuple[tuple, cst.FunctionDef | None, cst.BaseExpression | None]]:
+        """(loops around the iteration, function, what is iterated there) for
+        each place the loader is iterated (a helper's parameter: None)."""
+        found = [(it.loops, it.function, it.expr if it.keys & keys else None) for it in self.facts.iterations if it.keys & keys]
         for call in self.facts.calls:
             for target in call.targets:
                 params = _parameters(target)
@@ -273,7 +289,7 @@ class MissingSetEpoch(Rule):
                     if name is not None and arg_keys & keys and any(
                         name in it.params and it.function is target for it in self.facts.iterations
                     ):
-                        found.append((call.loops, call.function))
+                        found.append((call.loops, call.function, None))
         return found
 
     def _sets_epoch(self, loops: tuple, function, keys: frozenset, sampler: cst.Call) -> bool:
@@ -308,7 +324,40 @@ class MissingSetEpoch(Rule):
                     return True
         return False
 
-    def _report(self, loop: cst.For, sampler: cst.Call) -> None:
+    def _set_epoch_fix(self, loops: tuple, loader: cst.Call, iterated: cst.BaseExpression | None) -> ProposedFix:
+        """Insert `<loader>.sampler.set_epoch(<epoch>)` first in the epoch loop
+        (unsafe: review it), when the loop, the loader and its sampler are plain."""
+        epoch_loop = loops[0]
+        title = "Call `set_epoch(epoch)` on the sampler at the start of each epoch"
+        body = epoch_loop.body
+        plain = (
+            isinstance(epoch_loop.target, cst.Name)
+            and isinstance(body, cst.IndentedBlock)
+            and iterated is not None
+            and dotted_name(iterated) is not None
+            and any(a.keyword is not None and a.keyword.value == "sampler" for a in loader.args)
+        )
+        if not plain or self._bound_inside(iterated, epoch_loop) or _calls_set_epoch(epoch_loop):
+            return ProposedFix.display_only(title)  # (a wrong `set_epoch(0)` would undo the new call)
+        loader_code = self.ctx.module.code_for_node(iterated)
+        call = cst.parse_statement(f"{loader_code}.sampler.set_epoch({epoch_loop.target.value})\n")
+        return ProposedFix(title, (insert_before(body.body[0], call),), Applicability.UNSAFE)
+
+    def _bound_inside(self, expr: cst.BaseExpression, loop: cst.For) -> bool:
+        """Whether the name at the root of `expr` gets a value inside `loop` (then
+        it may not exist yet where the fix puts `set_epoch`)."""
+        root = expr
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if not isinstance(root, cst.Name):
+            return True
+        for node in descendants(loop.body):
+            target = node.target if isinstance(node, (cst.AssignTarget, cst.For, cst.AnnAssign, cst.NamedExpr)) else None
+            if target is not None and root.value in _names_in(target):
+                return True
+        return False
+
+    def _report(self, loop: cst.For, sampler: cst.Call, fix: ProposedFix) -> None:
         variable = self.ctx.module.code_for_node(loop.target)
         self.report(
             loop,
@@ -317,7 +366,15 @@ class MissingSetEpoch(Rule):
             f"`sampler.set_epoch({variable})` at the start of each epoch",
             related=((sampler, "the DistributedSampler"),),
             statement=loop,
+            fix=fix,
         )
+
+
+def _calls_set_epoch(loop: cst.For) -> bool:
+    return any(
+        isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "set_epoch"
+        for n in descendants(loop.body)
+    )
 
 
 def _parameters(function: cst.FunctionDef) -> list[str]:

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from ddplint.analysis.names import dotted_name, last_name
 from ddplint.analysis.rank import Site
+from ddplint.analysis.rewrite import ProposedFix, is_atom, parenthesized
 from ddplint.lazy import cst
-from ddplint.model import Severity
+from ddplint.model import Applicability, Severity
 from ddplint.rule import Rule
 
 SEED_FUNCTIONS = frozenset(
@@ -33,6 +34,17 @@ INIT_PROCESS_GROUP = frozenset(
 )
 
 
+#: Variables that hold the global rank (a local rank repeats on every node).
+_GLOBAL_RANK_NAMES = ("rank", "global_rank", "world_rank", "RANK")
+
+
+def _binds_tighter_than_add(node: cst.BaseExpression) -> bool:
+    """Whether `node + x` needs no parentheses around `node`."""
+    if isinstance(node, cst.BinaryOperation):
+        return isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power))
+    return is_atom(node) or isinstance(node, cst.UnaryOperation)
+
+
 @dataclass(frozen=True)
 class _Seed:
     site: Site
@@ -44,6 +56,8 @@ class _Seed:
     #: Whether the seed is certainly the same on every rank (literals, seed
     #: settings, loop counters); anything else is not judged.
     uniform: bool
+    #: The fix, decided where the scope is known: `seed + rank` with a rank variable in scope.
+    fix: ProposedFix | None = None
 
 
 class RankUnawareSeed(Rule):
@@ -101,6 +115,16 @@ class RankUnawareSeed(Rule):
     torch.manual_seed(42 + dist.get_rank())
     ```
 
+    ## Fix safety
+
+    With `--unsafe-fixes`, `torch.manual_seed(seed)` becomes
+    `torch.manual_seed(seed + rank)` when a global-rank variable (`rank`,
+    `global_rank`, `world_rank`, `RANK`) is bound where the seed is set; a
+    `local_rank` is never used, as it repeats on every node. Unsafe: every
+    rank but rank 0 gets a different random stream, so model initialisation
+    done after the seed must be broadcast (DDP does it at wrapping) and
+    results change. Without such a variable the fix is advice only.
+
     ## References
 
     - [PyTorch: Reproducibility](https://pytorch.org/docs/stable/notes/randomness.html)
@@ -146,9 +170,21 @@ class RankUnawareSeed(Rule):
         )
         shown = f"`{ctx.module.code_for_node(node.func)}({ctx.module.code_for_node(value) if value else ''})`"
         uniform = value is not None and self._uniform(value)
+        fix = self._fix(value) if uniform and value is not None else None
         self.seeds.append(
-            _Seed(ctx.rank.site(node, deps), shown, len(self.seeds), self._parameters(value), device_specific, uniform)
+            _Seed(ctx.rank.site(node, deps), shown, len(self.seeds), self._parameters(value), device_specific, uniform, fix)
         )
+
+    def _fix(self, value: cst.BaseExpression) -> ProposedFix:
+        """`seed` -> `seed + rank` with a global-rank variable bound here (unsafe:
+        it changes every rank's random stream but rank 0's); else advice only."""
+        for name in _GLOBAL_RANK_NAMES:
+            binding = self.ctx.scopes.lookup(name)
+            if binding is not None and not any(q and q.startswith("builtins.") for q in binding.qualnames):
+                left = value if _binds_tighter_than_add(value) else parenthesized(value)
+                new = cst.BinaryOperation(left, cst.Add(), cst.Name(name))
+                return ProposedFix(f"Seed each rank differently: `... + {name}`", ((value, new),), Applicability.UNSAFE)
+        return ProposedFix.display_only("Seed each rank differently: add the global rank to the seed")
 
     def _uniform(self, node: cst.BaseExpression, depth: int = 0) -> bool:
         """Whether a seed value is certainly the same on every rank.
@@ -228,6 +264,7 @@ class RankUnawareSeed(Rule):
                 f"{seed.shown} gives every rank the same seed, so all ranks draw the same dropout masks "
                 "and augmentations; use `seed + rank` (e.g. `torch.manual_seed(seed + dist.get_rank())`)",
                 statement=seed.site.statement,
+                fix=seed.fix,
             )
 
     def _rank_aware(self, seed: _Seed) -> bool:

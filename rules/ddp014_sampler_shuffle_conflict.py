@@ -56,6 +56,16 @@ class SamplerShuffleConflict(Rule):
     loader = DataLoader(dataset, batch_size=32, shuffle=(sampler is None), sampler=sampler)
     ```
 
+    ## Fix safety
+
+    Safe. When the sampler is always given, `--fix` drops `shuffle=` (a
+    positional `shuffle` becomes `False`): the sampler shuffles, as
+    `DistributedSampler(..., shuffle=True)` does by default. When the
+    sampler may be `None` (`DistributedSampler(ds) if distributed else
+    None`), `shuffle=True` becomes `shuffle=(sampler is None)`, which keeps
+    shuffling on one GPU. Other conflicts (`batch_sampler=`, an
+    `IterableDataset`) have no automatic fix.
+
     ## References
 
     - [torch.utils.data.DataLoader](https://pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader)
