@@ -40,6 +40,8 @@ class FixedFile:
     applied: int
     #: The encoding the file was read in (PEP 263), used to write it back.
     encoding: str = "utf-8"
+    #: The codes of the findings fixed, one per fix.
+    rules: tuple[str, ...] = ()
 
     def diff(self) -> str:
         """The change as a unified diff (`git apply`-able: a/ and b/ prefixes)."""
@@ -72,7 +74,7 @@ def fix_file(
     except UnicodeEncodeError:
         notice = Notice(display, f"the fixed code cannot be written as {encoding}; file left unchanged")
         return FileResult(result.findings, (*result.notices, notice), result.parsed, result.summary), None
-    return outcome.result, FixedFile(display, path, text, outcome.text, outcome.applied, encoding)
+    return outcome.result, FixedFile(display, path, text, outcome.text, outcome.applied, encoding, outcome.rules)
 
 
 def write_fixed(fixed: FixedFile) -> Notice | None:

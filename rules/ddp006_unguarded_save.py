@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ddplint.analysis.names import last_name
 from ddplint.analysis.rank import Site
+from ddplint.analysis.rank_zero import RankZeroTests
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
@@ -83,6 +84,16 @@ class UnguardedSave(Rule):
         dist.barrier()  # readers wait for the file
     ```
 
+    ## Fix safety
+
+    With `--unsafe-fixes`, the statement goes under a rank-0 test the module
+    already writes: an earlier `if rank == 0:` / `if dist.get_rank() == 0:` /
+    `if accelerator.is_main_process:` in the same function, or a module-level
+    predicate such as `is_main_process()`. Only a statement that is one
+    expression (`torch.save(...)`) is wrapped; one that binds a name is not (the name
+    would be missing on the other ranks). Unsafe because the other ranks stop
+    doing it: review that no rank needs its own copy. With no such test in reach the fix is advice only.
+
     ## References
 
     - [Saving and loading models in DDP](https://pytorch.org/tutorials/intermediate/ddp_tutorial.html#save-and-load-checkpoints)
@@ -100,13 +111,17 @@ class UnguardedSave(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.sites: list[tuple[Site, str]] = []
+        self.sites: list[tuple[Site, str, int]] = []
+        self.rank_zero = RankZeroTests(ctx)
+
+    def visit_If(self, node: cst.If) -> None:
+        self.rank_zero.note(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         shown = self._write(node)
         if shown is not None:
             deps = self.ctx.rank.deps_of_all(a.value for a in node.args)
-            self.sites.append((self.ctx.rank.site(node, deps), shown))
+            self.sites.append((self.ctx.rank.site(node, deps), shown, self.rank_zero.mark()))
 
     def _write(self, node: cst.Call) -> str | None:
         names = self.ctx.qualified_names(node.func)
@@ -122,7 +137,7 @@ class UnguardedSave(Rule):
 
     def finish(self) -> None:
         rank = self.ctx.rank
-        for site, shown in self.sites:
+        for site, shown, tests_before in self.sites:
             if rank.is_rank_dependent(site.deps) or not rank.runs_on_every_rank(site):
                 continue
             self.report(
@@ -130,5 +145,6 @@ class UnguardedSave(Rule):
                 f"{shown} runs on every rank, so all of them write the same file; "
                 "wrap it in `if dist.get_rank() == 0:` (or your rank-0 test) or make the path rank-specific",
                 statement=site.statement,
+                fix=self.rank_zero.wrap_fix(site, tests_before, "Write it on rank 0 only, or make the path rank-specific"),
             )
 

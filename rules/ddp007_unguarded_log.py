@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from ddplint.analysis.names import last_name
 from ddplint.analysis.rank import Site
+from ddplint.analysis.rank_zero import RankZeroTests
+from ddplint.analysis.rewrite import ProposedFix
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
@@ -86,6 +88,16 @@ class UnguardedLog(Rule):
 
     For progress bars: `tqdm(loader, disable=dist.get_rank() != 0)`.
 
+    ## Fix safety
+
+    Progress bars get advice only (`disable=`). With `--unsafe-fixes`, the statement goes under a rank-0 test the module
+    already writes: an earlier `if rank == 0:` / `if dist.get_rank() == 0:` /
+    `if accelerator.is_main_process:` in the same function, or a module-level
+    predicate such as `is_main_process()`. Only a statement that is one
+    expression (`print(...)`, `logger.info(...)`) is wrapped; one that binds a name is not (the name
+    would be missing on the other ranks). Unsafe because the other ranks stop
+    doing it: review that no rank-specific output is lost. With no such test in reach the fix is advice only.
+
     ## References
 
     - [accelerate: logging on the main process](https://huggingface.co/docs/accelerate/package_reference/logging)
@@ -107,6 +119,10 @@ class UnguardedLog(Rule):
         self.quiet_loggers: set[str] = set()
         self.quiet_logging = False
         self.print_silenced = False
+        self.rank_zero = RankZeroTests(ctx)
+
+    def visit_If(self, node: cst.If) -> None:
+        self.rank_zero.note(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
@@ -119,7 +135,7 @@ class UnguardedLog(Rule):
         if names & OUTPUT_FUNCTIONS or any(n and n.startswith(MLFLOW_LOGGING) for n in names):
             deps = ctx.rank.deps_of_all(a.value for a in node.args) if "builtins.print" in names else frozenset()
             if not self._in_except():
-                self.sites.append(_Output(ctx.rank.site(node, deps), shown))
+                self.sites.append(_Output(ctx.rank.site(node, deps), shown, tests_before=self.rank_zero.mark()))
         elif names & PROGRESS_BARS:
             disable = next((a.value for a in node.args if a.keyword and a.keyword.value == "disable"), None)
             deps = ctx.rank.deps(disable) if disable is not None else frozenset()
@@ -149,7 +165,9 @@ class UnguardedLog(Rule):
             kind = self._logger_kind(receiver)
             loops = ctx.loops.enclosing_loops()
             if kind is not None and loops and not self._in_except():
-                self.sites.append(_Output(ctx.rank.site(node), shown, loops, kind, ctx.module.code_for_node(receiver)))
+                self.sites.append(
+                    _Output(ctx.rank.site(node), shown, loops, kind, ctx.module.code_for_node(receiver), tests_before=self.rank_zero.mark())
+                )
 
     def _in_except(self) -> bool:
         """Error reporting: every rank that fails says so, and should."""
@@ -197,6 +215,8 @@ class UnguardedLog(Rule):
                 site.node,
                 f"{output.shown} runs on every rank{where}, so its output is repeated once per rank; {fix}",
                 statement=site.statement,
+                fix=ProposedFix.display_only("Pass `disable=` for ranks other than 0") if output.progress_bar
+                else self.rank_zero.wrap_fix(site, output.tests_before, "Print it on rank 0 only"),
             )
 
 
@@ -220,3 +240,5 @@ class _Output:
     logger: str | None = None
     receiver: str | None = None
     progress_bar: bool = False
+    #: How many rank-0 tests the module had written before it (for the fix).
+    tests_before: int = 0

@@ -31,6 +31,8 @@ class FixOutcome:
     applied: int
     #: The lint of `text` (the fixed text, or the original when nothing held).
     result: FileResult
+    #: The codes of the findings fixed, one per fix.
+    rules: tuple[str, ...] = ()
 
 
 def applicable(finding: Finding, unsafe: bool) -> bool:
@@ -54,23 +56,24 @@ def fix_source(
     `first` is the lint of `text` when the caller has it already.
     """
     original = first if first is not None else check_source(path, text, settings, project=project)
-    result, current, applied = original, text, 0
+    result, current, rules = original, text, []
     for _ in range(MAX_PASSES):
         chosen = _non_overlapping([f for f in result.findings if applicable(f, unsafe)], current)
         if not chosen:
-            return FixOutcome(current, applied, result)
+            return FixOutcome(current, len(rules), result, tuple(rules))
         fixed = apply_edits(current, [edit for finding in chosen for edit in finding.fix.edits])  # type: ignore[union-attr]
         if fixed == current:  # a fix that changes nothing: nothing more will change
-            return FixOutcome(current, applied, result)
+            return FixOutcome(current, len(rules), result, tuple(rules))
         problem = python_ast(fixed, path)
         if isinstance(problem, SourceProblem):
             rules = ", ".join(sorted({f.rule for f in chosen}))
             return FixOutcome(text, 0, _with_notice(original, path, f"fixes for {rules} produced code Python rejects "
                               f"(line {problem.span.line}: {problem.message}); file left unchanged, please report this"))
-        current, applied = fixed, applied + len(chosen)
+        current = fixed
+        rules += [f.rule for f in chosen]
         result = check_source(path, current, settings, project=project)
-    why = f"fixes did not converge after {MAX_PASSES} passes ({applied} applied), please report this"
-    return FixOutcome(current, applied, _with_notice(result, path, why))
+    why = f"fixes did not converge after {MAX_PASSES} passes ({len(rules)} applied), please report this"
+    return FixOutcome(current, len(rules), _with_notice(result, path, why), tuple(rules))
 
 
 def _non_overlapping(findings: list[Finding], text: str) -> list[Finding]:
