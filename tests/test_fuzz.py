@@ -4,7 +4,7 @@ For random valid modules (hypothesmith) and random mutations of the
 fixtures (token insertions and deletions, truncation mid-statement,
 indentation swaps), `check_source` never raises or reports an internal
 error, every span lies inside the file, the result is deterministic, and the
-SARIF of it validates. CI runs the bounded default profile (about a minute);
+SARIF of it validates, and fixing it yields code Python accepts. CI runs the bounded default profile (about a minute);
 run the long one with ``pytest -m fuzz --hypothesis-profile long``.
 """
 
@@ -87,3 +87,16 @@ def test_sarif_of_anything_validates(sarif_validator, source: str) -> None:
     result = check_source("fuzz.py", source, ALL)
     report = Report(list(result.findings), list(result.notices), 1)
     assert_valid_sarif(sarif_validator, build_log(report, RenderOptions(cwd=Path.cwd())))
+
+
+@settings(max_examples=60)
+@given(mutated_fixture())
+def test_fixing_anything_keeps_valid_python(source: str) -> None:
+    from ddplint.engine.fixer import fix_source
+    from ddplint.engine.source import SourceProblem, python_ast
+
+    outcome = fix_source("fuzz.py", source, ALL, unsafe=True)
+    assert not [n for n in outcome.result.notices if n.internal], [n.detail for n in outcome.result.notices]
+    assert not [n for n in outcome.result.notices if "rejects" in n.message or "converge" in n.message]
+    if outcome.text != source:
+        assert not isinstance(python_ast(outcome.text, "fuzz.py"), SourceProblem)
