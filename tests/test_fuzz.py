@@ -3,9 +3,9 @@
 For random valid modules (hypothesmith) and random mutations of the
 fixtures (token insertions and deletions, truncation mid-statement,
 indentation swaps), `check_source` never raises or reports an internal
-error, every span lies inside the file, the result is deterministic, and the
-SARIF of it validates, and fixing it yields code Python accepts. CI runs the bounded default profile (about a minute);
-run the long one with ``pytest -m fuzz --hypothesis-profile long``.
+error, every span lies inside the file, the result is deterministic, the
+SARIF of it validates, and fixing it yields code Python accepts. CI runs the
+bounded default profile (about a minute); run the long one with ``pytest -m fuzz --hypothesis-profile long``.
 """
 
 from __future__ import annotations
