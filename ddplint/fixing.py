@@ -45,11 +45,12 @@ class FixedFile:
 
     def diff(self) -> str:
         """The change as a unified diff (`git apply`-able: a/ and b/ prefixes)."""
+        sep = "" if self.display.startswith("/") else "/"
         lines = difflib.unified_diff(
             self.before.splitlines(keepends=True),
             self.after.splitlines(keepends=True),
-            fromfile=f"a/{self.display}",
-            tofile=f"b/{self.display}",
+            fromfile=f"a{sep}{self.display}",
+            tofile=f"b{sep}{self.display}",
         )
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 

@@ -91,9 +91,10 @@ class LossGraphAccumulation(Rule):
     `total += loss.item()`, `losses.append(loss.item())`): safe when the
     accumulator is only printed, logged as a number or averaged, as it is
     then a float instead of a tensor. When it is also used as a tensor
-    elsewhere in the function — a method called on it (`total.cpu()`), or
-    passed to a library call (`dist.all_reduce(total)`, `torch.stack(losses)`)
-    — the fix accumulates `loss.detach()` instead, and is unsafe (applied
+    elsewhere in the function — a method called on it (`total.cpu()`),
+    passed to a call other than `print`/`len`/`sum`-like builtins
+    (`dist.all_reduce(total)`, `torch.stack(losses)`), or leaving the
+    function (`return losses`), where its users are unknown — the fix accumulates `loss.detach()` instead, and is unsafe (applied
     only with `--unsafe-fixes`): the tensor stays on the device and that code
     needs review. `.item()` waits for the GPU once per step.
 
@@ -258,9 +259,11 @@ _LIST_METHODS = frozenset({"append", "extend", "clear", "pop", "insert"})
 
 
 def _used_as_tensor(scope: cst.CSTNode, name: str, accumulation: cst.CSTNode) -> bool:
-    """Whether `name` is used as a tensor in `scope` outside `accumulation`:
-    a method called on it (`total.backward()`, `total.cpu()`) or passed to a
-    callee with a dotted name (`dist.all_reduce(total)`, `torch.stack(losses)`)."""
+    """Whether `name` may be used as a tensor in `scope` outside `accumulation`:
+    a method called on it (`total.backward()`, `total.cpu()`), passed to a
+    call other than a builtin that takes numbers (`dist.all_reduce(total)`,
+    `torch.stack(losses)`), or leaving the function (`return losses`,
+    `self.history = losses`), where its users are unknown."""
     todo = [scope]
     while todo:
         node = todo.pop()
@@ -269,10 +272,30 @@ def _used_as_tensor(scope: cst.CSTNode, name: str, accumulation: cst.CSTNode) ->
         if isinstance(node, cst.Attribute) and _accumulator(node.value) == name:
             if node.attr.value not in _LIST_METHODS:
                 return True
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-            if any(_accumulator(a.value) == name for a in node.args):
+        elif isinstance(node, cst.Call):
+            callee = node.func.value if isinstance(node.func, cst.Name) else None
+            if callee not in _NUMBER_BUILTINS and any(_holds(a.value, name) for a in node.args):
                 return True
+        elif isinstance(node, (cst.Return, cst.Yield)) and node.value is not None and _holds(node.value, name):
+            return True
+        elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None and _holds(node.value, name):
+            return True
         todo.extend(node.children)
+    return False
+
+
+#: Builtins that treat an accumulated float and a scalar tensor alike.
+_NUMBER_BUILTINS = frozenset({"print", "len", "float", "int", "str", "repr", "round", "format", "min", "max", "sum", "abs"})
+
+
+def _holds(node: cst.BaseExpression, name: str) -> bool:
+    """`name` itself, or in a tuple/list/dict display (`return model, losses`)."""
+    if _accumulator(node) == name and not isinstance(node, cst.Subscript):
+        return True
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return any(_holds(e.value, name) for e in node.elements)
+    if isinstance(node, cst.Dict):
+        return any(isinstance(e, cst.DictElement) and _holds(e.value, name) for e in node.elements)
     return False
 
 
