@@ -37,6 +37,10 @@ class SyntaxError_(Rule):
             model(batch)
     ```
 
+    ## Fix safety
+
+    No automatic fix: only the author knows what the code should say.
+
     ## References
 
     - [PEP 263 – Defining Python Source Code Encodings](https://peps.python.org/pep-0263/)

@@ -125,6 +125,12 @@ class CollectiveInRankBranch(Rule):
 
     `rank-names`: extra names that hold a rank or a rank test.
 
+    ## Fix safety
+
+    No automatic fix: whether the collective should move out of the branch, or
+    the branch should run on every rank, depends on what the code means;
+    either edit can change results or deadlock elsewhere.
+
     ## References
 
     - [torch.distributed collective functions](https://pytorch.org/docs/stable/distributed.html#collective-functions)

@@ -65,6 +65,12 @@ class MissingDistributedSampler(Rule):
     # ... and call sampler.set_epoch(epoch) at the start of every epoch
     ```
 
+    ## Fix safety
+
+    No automatic fix: adding a `DistributedSampler` changes how many steps an
+    epoch has and needs `set_epoch` calls (DDP002); the message says what to
+    write.
+
     ## References
 
     - [torch.utils.data.distributed.DistributedSampler](https://pytorch.org/docs/stable/data.html#torch.utils.data.distributed.DistributedSampler)

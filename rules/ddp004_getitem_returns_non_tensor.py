@@ -78,6 +78,12 @@ class GetitemReturnsNonTensor(Rule):
         return torch.from_numpy(image).permute(2, 0, 1), self.labels[index]
     ```
 
+    ## Fix safety
+
+    No automatic fix: converting a returned value (`torch.from_numpy`,
+    `torch.tensor`) needs its dtype and whether it shares memory, which only
+    the author knows.
+
     ## References
 
     - [torch.utils.data: memory pinning and multi-process loading](https://pytorch.org/docs/stable/data.html#multi-process-data-loading)

@@ -77,6 +77,11 @@ class DatasetHoldsPythonObjects(Rule):
             return self.captions[idx].decode()
     ```
 
+    ## Fix safety
+
+    No automatic fix: the remedy (NumPy arrays, Arrow, memory-mapped files) is
+    a change of data structure, not an edit of a line.
+
     ## References
 
     - [pytorch/pytorch#13246: DataLoader memory keeps growing with Python objects](https://github.com/pytorch/pytorch/issues/13246)

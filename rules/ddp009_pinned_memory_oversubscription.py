@@ -62,6 +62,11 @@ class PinnedMemoryOversubscription(Rule):
     `max-workers-per-rank` (default 8): the largest literal `num_workers`
     accepted with `pin_memory=True`.
 
+    ## Fix safety
+
+    No automatic fix: the right worker count depends on the machine's cores and
+    memory (`ddplint doctor` measures them, RT003).
+
     ## References
 
     - [torch.utils.data: memory pinning](https://pytorch.org/docs/stable/data.html#memory-pinning)

@@ -54,6 +54,11 @@ class MissingSetDevice(Rule):
     model = model.cuda()
     ```
 
+    ## Fix safety
+
+    No automatic fix: where `torch.cuda.set_device(local_rank)` goes, and where
+    the local rank comes from, differ between launchers.
+
     ## References
 
     - [torch.distributed.init_process_group](https://pytorch.org/docs/stable/distributed.html#torch.distributed.init_process_group)

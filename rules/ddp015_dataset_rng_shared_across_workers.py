@@ -77,6 +77,11 @@ class DatasetRngSharedAcrossWorkers(Rule):
             return self.images[idx][:, top : top + 224]
     ```
 
+    ## Fix safety
+
+    No automatic fix: seeding the generator in a `worker_init_fn` touches the
+    DataLoader that builds the dataset, usually in another function or file.
+
     ## References
 
     - [torch.utils.data: randomness in multi-process data loading](https://pytorch.org/docs/stable/data.html#randomness-in-multi-process-data-loading)

@@ -79,13 +79,18 @@ def _is_rank_zero_test(test: cst.BaseExpression, ctx: FileContext) -> bool:
         left, right = test.left, comparison.comparator
         if isinstance(comparison.operator, cst.Equal):
             subject = right if _is_zero(left) else left if _is_zero(right) else None
-            return subject is not None and ctx.rank.expression_is_rank_dependent(subject)
+            return subject is not None and _global_rank(subject, ctx)
         if isinstance(comparison.operator, cst.In) and isinstance(right, (cst.List, cst.Tuple)):
             values = {cst.Module([]).code_for_node(e.value) for e in right.elements}
-            return values == {"-1", "0"} and ctx.rank.expression_is_rank_dependent(left)
+            return values == {"-1", "0"} and _global_rank(left, ctx)
         return False
     target = test.func if isinstance(test, cst.Call) else test
     return isinstance(target, (cst.Name, cst.Attribute)) and last_name(target) in MAIN_PREDICATES
+
+
+def _global_rank(node: cst.BaseExpression, ctx: FileContext) -> bool:
+    """A rank-dependent value that is not a local rank (local rank 0 runs once per node)."""
+    return "local" not in cst.Module([]).code_for_node(node).lower() and ctx.rank.expression_is_rank_dependent(node)
 
 
 def _is_zero(node: cst.BaseExpression) -> bool:
