@@ -20,7 +20,7 @@ from hypothesis import settings as hypothesis_settings
 hypothesis_settings.register_profile(
     "ci", max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
-hypothesis_settings.register_profile("long", max_examples=20_000, deadline=None, suppress_health_check=list(HealthCheck))
+hypothesis_settings.register_profile("long", max_examples=30_000, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def pytest_configure(config) -> None:
