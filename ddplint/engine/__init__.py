@@ -91,15 +91,17 @@ def check_source(
     if isinstance(tree, SourceProblem):
         return FileResult(_syntax_findings(path, tree, settings, text))
     every_rule = _visitor_rules(settings.rules)
-    rules = _applicable(every_rule, text, settings.rank_names, bool(facts)) if prefilter else every_rule
+    scan = _TextScan(text)
+    rules = _applicable(every_rule, scan, settings.rank_names, bool(facts)) if prefilter else every_rule
     imports, lines, walk_for_summary = None, {}, False
     if project.summarize:
         imports, lines = imports_summary(tree)
-        imports = dataclasses.replace(imports, uses=attribute_uses(text, imports.aliases))
+        if project.importer:  # only a module that imports linted ones has facts to filter by use
+            imports = dataclasses.replace(imports, uses=attribute_uses(text, imports.aliases))
         # A module importing facts may pass them on (`def should_log(): return am_leader()`).
         walk_for_summary = project.imported and (bool(facts) or _summary_worthy(text))
         with_facts = every_rule if not prefilter else (
-            _applicable(every_rule, text, settings.rank_names, True) if project.importer else rules
+            _applicable(every_rule, scan, settings.rank_names, True) if project.importer else rules
         )
         if rules or walk_for_summary:
             # Parsed anyway: also run the rules that facts could enable (without
@@ -288,34 +290,47 @@ _DISTRIBUTED_TEXT = re.compile(
 )
 
 
+class _TextScan:
+    """What the prefilter found in one file's text, each search made once
+    (the whole-project analysis asks twice: without and with facts)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._found: dict[re.Pattern[str], bool] = {}
+        self._distributed: bool | None = None
+
+    def has(self, pattern: re.Pattern[str]) -> bool:
+        found = self._found.get(pattern)
+        if found is None:
+            found = self._found[pattern] = pattern.search(self.text) is not None
+        return found
+
+    @property
+    def distributed(self) -> bool:
+        if self._distributed is None:
+            self._distributed = self.has(_DISTRIBUTED_TEXT) and runs_per_rank(self.text)
+        return self._distributed
+
+
 def _applicable(
-    rules: tuple[type[Rule], ...], text: str, extra_context: tuple[str, ...] = (), imports_facts: bool = False
+    rules: tuple[type[Rule], ...], scan: _TextScan, extra_context: tuple[str, ...] = (), imports_facts: bool = False
 ) -> tuple[type[Rule], ...]:
-    """The rules that can fire on `text`: those whose tokens it contains
-    (and, for distributed-only rules, that looks distributed). The others
-    are not run, and a file no rule applies to is never parsed. With facts
-    about imported helpers, rules that use them need no tokens (the helper's
-    name stands for the collective or the rank test)."""
-    distributed: bool | None = None
+    """The rules that can fire on the scanned text: those whose tokens it
+    contains (and, for distributed-only rules, that looks distributed). The
+    others are not run, and a file no rule applies to is never parsed. With
+    facts about imported helpers, rules that use them need no tokens (the
+    helper's name stands for the collective or the rank test)."""
     kept = []
     for rule in rules:
-        if imports_facts and rule.requires & _FACT_ANALYSES:
-            if rule.distributed_only and distributed is None:
-                distributed = _DISTRIBUTED_TEXT.search(text) is not None and runs_per_rank(text)
-            if not rule.distributed_only or distributed:
-                kept.append(rule)
-            continue
-        pattern = _token_pattern(rule)
-        if pattern is not None and not pattern.search(text):
-            continue
-        context = _context_pattern(rule, extra_context)
-        if context is not None and not context.search(text):
-            continue
-        if rule.distributed_only:
-            if distributed is None:
-                distributed = _DISTRIBUTED_TEXT.search(text) is not None and runs_per_rank(text)
-            if not distributed:
+        if not (imports_facts and rule.requires & _FACT_ANALYSES):
+            pattern = _token_pattern(rule)
+            if pattern is not None and not scan.has(pattern):
                 continue
+            context = _context_pattern(rule, extra_context)
+            if context is not None and not scan.has(context):
+                continue
+        if rule.distributed_only and not scan.distributed:
+            continue
         kept.append(rule)
     return tuple(kept)
 
