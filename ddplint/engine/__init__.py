@@ -103,12 +103,11 @@ def check_source(
         with_facts = every_rule if not prefilter else (
             _applicable(every_rule, scan, settings.rank_names, True) if project.importer else rules
         )
-        if rules or walk_for_summary:
-            # Parsed anyway: also run the rules that facts could enable (without
-            # facts they find nothing, as the prefilter guarantees), so the walk
-            # records every imported name a lint with facts would consult.
-            rules = with_facts
-        if (rules or not with_facts) and not (project.imported and not walk_for_summary):
+        # Rules that only facts could enable are not run now (without facts they
+        # find nothing, as the prefilter guarantees); the walk then cannot tell
+        # which imported names they would consult, so any fact re-lints the file.
+        unrun = bool(set(with_facts) - set(rules))
+        if (rules or not with_facts) and not (project.imported and not walk_for_summary) and not unrun:
             imports = dataclasses.replace(imports, consulted=())  # filled in by the walk
     if not rules and not walk_for_summary:
         return FileResult(summary=imports)
