@@ -73,8 +73,7 @@ def fix_file(
     try:
         outcome.text.encode(encoding)
     except UnicodeEncodeError:
-        notice = Notice(display, f"the fixed code cannot be written as {encoding}; file left unchanged")
-        return FileResult(result.findings, (*result.notices, notice), result.parsed, result.summary), None
+        return result.with_notice(Notice(display, f"the fixed code cannot be written as {encoding}; file left unchanged")), None
     return outcome.result, FixedFile(display, path, text, outcome.text, outcome.applied, encoding, outcome.rules)
 
 

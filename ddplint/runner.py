@@ -115,7 +115,7 @@ def _fixed(task: _Task, result: FileResult, mode: FixMode, report: Report) -> Fi
     try:
         result, fixed = fix_file(task.display, task.path, task.data, result, fixer)
     except Exception as exc:  # noqa: BLE001 - a bug in one fix must not end the run
-        return FileResult(result.findings, (*result.notices, Notice.internal_error(task.display, exc, " while fixing")))
+        return result.with_notice(Notice.internal_error(task.display, exc, " while fixing"))
     if fixed is not None:
         report.fixed.append(fixed)
     return result

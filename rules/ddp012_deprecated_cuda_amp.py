@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ddplint.analysis.compat import in_compat_branch
+from ddplint.analysis.names import dotted_name
 from ddplint.analysis.rewrite import DELETE_LINES, ProposedFix, Replacement, dotted, insert_before
 from ddplint.lazy import cst
 from ddplint.model import Severity
@@ -116,12 +117,6 @@ def _without_alias(
     return line, DELETE_LINES
 
 
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return node.value if isinstance(node, cst.Name) else ""
-
-
 class DeprecatedCudaAmp(Rule):
     """
     ## What it does
@@ -222,7 +217,7 @@ class DeprecatedCudaAmp(Rule):
 
     def visit_Import(self, node: cst.Import) -> None:
         self.in_import = True
-        self._record_imports(node, lambda alias: _dotted(alias.name))
+        self._record_imports(node, lambda alias: dotted_name(alias.name) or "")
 
     def leave_Import(self, node: cst.Import) -> None:
         self.in_import = False
@@ -231,8 +226,8 @@ class DeprecatedCudaAmp(Rule):
         self.in_import = True
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
             return
-        module = _dotted(node.module)
-        self._record_imports(node, lambda alias: f"{module}.{_dotted(alias.name)}")
+        module = dotted_name(node.module)
+        self._record_imports(node, lambda alias: f"{module}.{dotted_name(alias.name) or ''}")
 
     def leave_ImportFrom(self, node: cst.ImportFrom) -> None:
         self.in_import = False

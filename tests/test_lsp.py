@@ -91,16 +91,20 @@ async def test_syntax_error_mid_edit_then_keeps_serving(client: LanguageClient, 
     assert [d.code for d in client.diagnostics[uri2]] == ["DDP014"]
 
 
-async def test_noqa_quick_fix(client: LanguageClient, workspace: Path) -> None:
-    uri = await _open(client, workspace / "train.py", BAD)
-    (diagnostic,) = client.diagnostics[uri]
-    actions = await client.text_document_code_action_async(
+async def _code_actions(client: LanguageClient, uri: str, diagnostic: lsp.Diagnostic) -> list:
+    return await client.text_document_code_action_async(
         lsp.CodeActionParams(
             text_document=lsp.TextDocumentIdentifier(uri=uri),
             range=diagnostic.range,
             context=lsp.CodeActionContext(diagnostics=[diagnostic]),
         )
     )
+
+
+async def test_noqa_quick_fix(client: LanguageClient, workspace: Path) -> None:
+    uri = await _open(client, workspace / "train.py", BAD)
+    (diagnostic,) = client.diagnostics[uri]
+    actions = await _code_actions(client, uri, diagnostic)
     fix, action = actions
     assert action.title == "Suppress DDP014 with # noqa"
     assert fix.title == "Remove `shuffle=`; the sampler shuffles" and fix.is_preferred
@@ -127,13 +131,7 @@ async def test_quick_fix_applies_the_same_edit_as_fix(client: LanguageClient, wo
 
     uri = await _open(client, workspace / "train.py", BAD)
     (diagnostic,) = client.diagnostics[uri]
-    actions = await client.text_document_code_action_async(
-        lsp.CodeActionParams(
-            text_document=lsp.TextDocumentIdentifier(uri=uri),
-            range=diagnostic.range,
-            context=lsp.CodeActionContext(diagnostics=[diagnostic]),
-        )
-    )
+    actions = await _code_actions(client, uri, diagnostic)
     (edit,) = actions[0].edit.changes[uri]
     lines = BAD.splitlines(keepends=True)
     assert edit.range.start.line == edit.range.end.line

@@ -11,6 +11,7 @@ from ddplint.config.resolver import ConfigResolver, Overrides
 from ddplint.config.selection import is_known_selector
 from ddplint.model import NoticeLevel, Severity
 from ddplint.reporters import OutputFormat, RenderOptions, renderer
+from ddplint.reporters.text import plural
 from ddplint.report import Report
 from ddplint.cache import Cache, default_cache_dir
 from ddplint.fixing import FixMode, write_fixed
@@ -150,14 +151,10 @@ def _check_fix_options(request: CheckRequest) -> None:
         raise UsageError("--diff shows the fixes without applying them; it cannot be combined with --fix or --fix-only")
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
 def _fix_summary(report: Report, diff: bool) -> str:
     """"Fixed 3 findings in 2 files." / "Would fix ..." """
     verb = "Would fix" if diff else "Fixed"
-    return f"{verb} {_plural(report.fixes_applied, 'finding')} in {_plural(len(report.fixed), 'file')}."
+    return f"{verb} {plural(report.fixes_applied, 'finding')} in {plural(len(report.fixed), 'file')}."
 
 
 def _apply_fixes(request: CheckRequest, report: Report, stdin: bytes | None) -> None:

@@ -49,6 +49,10 @@ class FileResult:
     #: What other modules may need to know about this one (when asked for).
     summary: ModuleSummary | None = None
 
+    def with_notice(self, notice: Notice) -> FileResult:
+        """The same result with one more notice."""
+        return dataclasses.replace(self, notices=(*self.notices, notice))
+
 
 def lint_source(path: str, text: str, settings: Settings | None = None) -> list[Finding]:
     """The findings for one file's source text (suppressed ones included)."""

@@ -90,5 +90,4 @@ def _non_overlapping(findings: list[Finding], text: str) -> list[Finding]:
 
 
 def _with_notice(result: FileResult, path: str, why: str) -> FileResult:
-    notice = Notice(path, why, NoticeLevel.WARNING)
-    return FileResult(result.findings, (*result.notices, notice), result.parsed, result.summary)
+    return result.with_notice(Notice(path, why, NoticeLevel.WARNING))

@@ -27,31 +27,32 @@ def format_finding(finding: Finding, color: bool = False) -> str:
     return f"{where} {code} {finding.message}"
 
 
-def _plural(count: int, noun: str) -> str:
+def plural(count: int, noun: str) -> str:
+    """`1 file`, `2 files`."""
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def summary(report: Report) -> str:
     """The one-line summary of a run."""
     active = report.active
-    files = _plural(report.files, "file")
+    files = plural(report.files, "file")
     if not active:
         line = f"No findings in {files}."
     else:
         by_severity = Counter(f.severity for f in active)
         parts = ", ".join(
-            _plural(by_severity[s], s.value) for s in (Severity.ERROR, Severity.WARNING, Severity.NOTE)
+            plural(by_severity[s], s.value) for s in (Severity.ERROR, Severity.WARNING, Severity.NOTE)
             if by_severity[s]
         )
         with_findings = len({f.path for f in active})
-        line = f"Found {_plural(len(active), 'finding')} ({parts}) in {with_findings} of {files}."
+        line = f"Found {plural(len(active), 'finding')} ({parts}) in {with_findings} of {files}."
     line += _fixable(active)
     suppressed = len(report.findings) - len(active)
     if suppressed:
         line += f" {suppressed} suppressed by noqa."
     unlinted = len({n.path for n in report.notices})
     if unlinted:
-        line += f" {_plural(unlinted, 'path')} could not be linted."
+        line += f" {plural(unlinted, 'path')} could not be linted."
     return line
 
 
