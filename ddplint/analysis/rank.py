@@ -201,6 +201,10 @@ class RankAnalysis:
         self.return_imports: dict[cst.FunctionDef, set[str]] = defaultdict(set)
         self.module_values: dict[str, tuple[Deps, set[str]]] = {}
         self._imports_seen: set[str] | None = None
+        #: The last `guards()` answer, with the walk position it holds for.
+        self._guards: tuple[tuple[int, int, int], tuple[tuple[Guard, ...], tuple[Guard, ...]]] | None = None
+        #: (id(node), depth) -> deps, during one `deps` query.
+        self._memo: dict[tuple[int, int], Deps] | None = None
         #: With `ctx.summarize`: every imported name whose rank dependence was
         #: asked for; facts about other names cannot change this module's findings.
         self.consulted: set[str] = set()
@@ -273,7 +277,29 @@ class RankAnalysis:
     # ------------------------------------------------------------ dependence
 
     def deps(self, node: cst.CSTNode, depth: int = 0) -> Deps:
-        """The symbolic rank dependencies of `node`'s value, here."""
+        """The symbolic rank dependencies of `node`'s value, here.
+
+        Bindings cannot change during one query, so each (node, depth) is
+        computed once per query: names whose values share sub-expressions
+        (``x = a + b; y = x * x``) would otherwise fan out exponentially.
+        """
+        if depth:
+            return self._memoized(node, depth)
+        self._memo = {}
+        try:
+            return self._memoized(node, depth)
+        finally:
+            self._memo = None
+
+    def _memoized(self, node: cst.CSTNode, depth: int) -> Deps:
+        key = (id(node), depth)
+        memo = self._memo
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._deps(node, depth)
+        return found
+
+    def _deps(self, node: cst.CSTNode, depth: int) -> Deps:
         if depth > _MAX_DEPTH:
             return _NONE
         depth += 1
@@ -504,6 +530,11 @@ class RankAnalysis:
         known after the walk (`is_rank_dependent(guard.deps)`).
         """
         stack = self.ctx.stack
+        # Several analyses and rules ask about the same node: the answer holds
+        # while the walk is on it and no binding changed.
+        key = (id(stack[-1]) if stack else 0, len(stack), self.ctx.scopes.generation)
+        if self._guards is not None and self._guards[0] == key:
+            return self._guards[1]
         start = _function_start(stack)
         inner: list[Guard] = []
         outer: list[Guard] = []
@@ -518,7 +549,9 @@ class RankAnalysis:
             (inner if index >= start else outer).extend(self._guards_at(stack, index, scope))
         inner.reverse()
         outer.reverse()
-        return tuple(inner), tuple(outer)
+        result = (tuple(inner), tuple(outer))
+        self._guards = (key, result)
+        return result
 
     def _guards_at(self, stack: Sequence[cst.CSTNode], index: int, scope: cst.CSTNode | None) -> Iterable[Guard]:
         node, child = stack[index], stack[index + 1]

@@ -130,6 +130,9 @@ class ScopeTracker:
         self.final_module_names = _module_final_bindings(module)
         #: Answers of `qualified_names`, valid until the next binding or scope change.
         self._cache: dict[int, QualNames] = {}
+        #: Counts binding and scope changes: answers derived from the bindings
+        #: (rank guards) stay valid while it is unchanged.
+        self.generation = 0
 
     # ----------------------------------------------------------- queries
 
@@ -218,8 +221,12 @@ class ScopeTracker:
 
     # ----------------------------------------------------------- binding helpers
 
-    def _bind(self, name: str, binding: Binding) -> None:
+    def _changed(self) -> None:
         self._cache.clear()
+        self.generation += 1
+
+    def _bind(self, name: str, binding: Binding) -> None:
+        self._changed()
         scope = self.current
         if name in scope.globals:
             self.module_scope.bind(name, binding)
@@ -263,7 +270,7 @@ class ScopeTracker:
         return _UNKNOWN_ONLY
 
     def _push(self, kind: ScopeKind, node: cst.CSTNode) -> Scope:
-        self._cache.clear()
+        self._changed()
         scope = Scope(kind, node)
         self.stack.append(scope)
         if kind is ScopeKind.FUNCTION:
@@ -271,7 +278,7 @@ class ScopeTracker:
         return scope
 
     def _pop(self) -> None:
-        self._cache.clear()
+        self._changed()
         scope = self.stack.pop()
         if scope.kind is ScopeKind.FUNCTION:
             self.function_depth -= 1
@@ -330,7 +337,7 @@ class ScopeTracker:
 
     def leave_ImportFrom(self, node: cst.ImportFrom) -> None:
         if isinstance(node.names, cst.ImportStar):
-            self._cache.clear()
+            self._changed()
             self.current.star_modules.append(import_from_module(node))
             return
         for bound, qualname in import_bindings(node):
@@ -380,7 +387,7 @@ class ScopeTracker:
     leave_If = leave_While = leave_Try = leave_TryStar = leave_Match = _leave_conditional
 
     def visit_Global(self, node: cst.Global) -> None:
-        self._cache.clear()
+        self._changed()
         self.current.globals.update(item.name.value for item in node.names)
 
 
@@ -394,6 +401,7 @@ def _module_final_bindings(module: cst.Module) -> dict[str, Binding]:
     tracker.module_scope = Scope(ScopeKind.MODULE, module)
     tracker.stack = [tracker.module_scope]
     tracker._cache = {}
+    tracker.generation = 0
     tracker.function_depth = 0
     tracker.final_module_names = {}
     _prepass_block(tracker, module.body, conditional=False)
