@@ -17,7 +17,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddplint.engine import FileResult
+from ddplint.result import FileResult
 from ddplint.model import Notice
 
 

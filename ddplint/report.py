@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Callable
 from ddplint.model import Finding, Notice
 
 if TYPE_CHECKING:
-    from ddplint.engine import FileResult
+    from ddplint.result import FileResult
     from ddplint.fixing import FixedFile
 
 

@@ -21,6 +21,7 @@ import re
 import libcst as cst
 
 from ddplint.analysis.names import dotted_name
+from ddplint.analysis.probe import Probe
 from ddplint.analysis.scope import ScopeTracker, import_bindings, import_from_module
 
 DISTRIBUTED_PREFIXES = (
@@ -36,23 +37,24 @@ DISTRIBUTED_PREFIXES = (
 _INIT_CALLS = ("init_process_group", "init_distributed")
 
 #: Identifiers that only code running as one process per rank uses.
-_EXECUTION_EVIDENCE = re.compile(
-    r"\b(?:init_process_group|init_distributed|deepspeed\.initialize|get_rank|get_local_rank|get_global_rank|"
-    r"get_node_local_rank|LOCAL_RANK|RANK|SLURM_PROCID|local_rank|global_rank|process_index|"
-    r"local_process_index|is_main_process|is_local_main_process|is_global_zero|is_world_process_zero|"
-    r"is_local_process_zero|rank_zero_only|Accelerator|PartialState|DistributedDataParallel|"
-    r"FullyShardedDataParallel|fully_shard|Trainer|Fabric|LightningModule|LightningDataModule|barrier|all_reduce)\b"
-)
+_EXECUTION_EVIDENCE = Probe.of_words((
+    "init_process_group", "init_distributed", "deepspeed.initialize", "get_rank", "get_local_rank", "get_global_rank",
+    "get_node_local_rank", "LOCAL_RANK", "RANK", "SLURM_PROCID", "local_rank", "global_rank", "process_index",
+    "local_process_index", "is_main_process", "is_local_main_process", "is_global_zero", "is_world_process_zero",
+    "is_local_process_zero", "rank_zero_only", "Accelerator", "PartialState", "DistributedDataParallel",
+    "FullyShardedDataParallel", "fully_shard", "Trainer", "Fabric", "LightningModule", "LightningDataModule", "barrier",
+    "all_reduce",
+))  # fmt: skip
 
 
 #: A launcher sets the rank variables for the workers it starts; it is one
 #: process per node (torchrun's agent, the deepspeed launcher), not per rank.
-_LAUNCHER = re.compile(r"""\[\s*["'](?:LOCAL_|GROUP_)?RANK["']\s*\]\s*=[^=]""")
+_LAUNCHER = Probe(("RANK",), re.compile(r"""\[\s*["'](?:LOCAL_|GROUP_)?RANK["']\s*\]\s*=[^=]"""))
 
 
 def runs_per_rank(source: str) -> bool:
     """Whether the module's text shows it runs as one process per rank."""
-    return _EXECUTION_EVIDENCE.search(source) is not None and _LAUNCHER.search(source) is None
+    return _EXECUTION_EVIDENCE.matches(source) and not _LAUNCHER.matches(source)
 
 
 def is_distributed_name(qualname: str | None) -> bool:

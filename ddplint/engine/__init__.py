@@ -10,17 +10,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import re
 import sys
-from dataclasses import dataclass
 from typing import Iterator
 import libcst as cst
 
 from ddplint.config.settings import Settings
-from ddplint.analysis.distributed import runs_per_rank
 from ddplint.engine.context import FileContext, PendingFinding
 from ddplint.analysis.rewrite import ProposedFix
 from ddplint.engine.fixes import resolve_fix
+from ddplint.engine.prefilter import TextScan, applicable, summary_worthy
 from ddplint.engine.positions import comments, resolve_positions, to_span
 from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast
 from ddplint.engine.suppression import Suppressions
@@ -29,6 +27,7 @@ from ddplint.model import Finding, Fix, Notice, NoticeLevel, Related, Span
 from ddplint.project.facts import ALONE, NO_FACTS, FileFacts, ProjectRole
 from ddplint.project.collector import SummaryCollector
 from ddplint.project.summary import ModuleSummary, attribute_uses, imports_summary
+from ddplint.result import FileResult
 from ddplint.rule import Rule, all_rules
 
 SYNTAX_ERROR = "DDP000"
@@ -36,22 +35,6 @@ _DEEP_RECURSION = 10_000
 _TOO_DEEP = "nested too deeply for ddplint's analysis (Python accepts it); not linted"
 
 __all__ = ["FileResult", "check_bytes", "check_source", "lint_source"]
-
-
-@dataclass(frozen=True)
-class FileResult:
-    """Everything linting one file produced."""
-
-    findings: tuple[Finding, ...] = ()
-    notices: tuple[Notice, ...] = ()
-    #: Whether LibCST parsed the file (False when the prefilter skipped it).
-    parsed: bool = False
-    #: What other modules may need to know about this one (when asked for).
-    summary: ModuleSummary | None = None
-
-    def with_notice(self, notice: Notice) -> FileResult:
-        """The same result with one more notice."""
-        return dataclasses.replace(self, notices=(*self.notices, notice))
 
 
 def lint_source(path: str, text: str, settings: Settings | None = None) -> list[Finding]:
@@ -95,17 +78,17 @@ def check_source(
     if isinstance(tree, SourceProblem):
         return FileResult(_syntax_findings(path, tree, settings, text))
     every_rule = _visitor_rules(settings.rules)
-    scan = _TextScan(text)
-    rules = _applicable(every_rule, scan, settings.rank_names, bool(facts)) if prefilter else every_rule
+    scan = TextScan(text)
+    rules = applicable(every_rule, scan, settings.rank_names, bool(facts)) if prefilter else every_rule
     imports, lines, walk_for_summary = None, {}, False
     if project.summarize:
         imports, lines = imports_summary(tree)
         if project.importer:  # only a module that imports linted ones has facts to filter by use
             imports = dataclasses.replace(imports, uses=attribute_uses(text, imports.aliases))
         # A module importing facts may pass them on (`def should_log(): return am_leader()`).
-        walk_for_summary = project.imported and (bool(facts) or _summary_worthy(text))
+        walk_for_summary = project.imported and (bool(facts) or summary_worthy(scan))
         with_facts = every_rule if not prefilter else (
-            _applicable(every_rule, scan, settings.rank_names, True) if project.importer else rules
+            applicable(every_rule, scan, settings.rank_names, True) if project.importer else rules
         )
         # Rules that only facts could enable are not run now (without facts they
         # find nothing, as the prefilter guarantees); the walk then cannot tell
@@ -124,24 +107,6 @@ def check_source(
         except RecursionError:
             return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.WARNING),), summary=imports)
         return _lint_module(path, text, module, settings, rules, facts, imports, lines, walk_for_summary)
-
-
-#: Text without which a module's summary has no facts to walk for: rank
-#: tests, collectives (with a distributed library in sight: `torch.gather` is
-#: not one), Dataset classes, replacing `builtins.print`.
-_SUMMARY_RANK = re.compile(r"rank|RANK|is_main|is_master|master_process|is_global_zero|process_index|ordinal")
-_SUMMARY_COLLECTIVE = re.compile(r"barrier|all_reduce|broadcast|gather|scatter|all_to_all|new_group|wait_for_everyone|reduce")
-_SUMMARY_LIBRARY = re.compile(r"torch\.distributed|import distributed|deepspeed|accelerat|xla|ignite|lightning|strategy|sync_dist")
-_SUMMARY_OTHER = re.compile(r"\bDataset\b|IterableDataset|DataPipe|builtins|__builtin__")
-
-
-def _summary_worthy(text: str) -> bool:
-    """Whether the module may hold facts other modules need (else its summary is its imports)."""
-    return (
-        _SUMMARY_RANK.search(text) is not None
-        or (_SUMMARY_COLLECTIVE.search(text) is not None and _SUMMARY_LIBRARY.search(text) is not None)
-        or _SUMMARY_OTHER.search(text) is not None
-    )
 
 
 @contextlib.contextmanager
@@ -282,77 +247,3 @@ def _visitor_rules(codes: frozenset[str]) -> tuple[type[Rule], ...]:
     """The enabled rules that run in the walk (DDP000 comes from the parser)."""
     by_code = _rules_by_code()
     return tuple(by_code[c] for c in sorted(codes) if c in by_code and c != SYNTAX_ERROR)
-
-
-#: Text every distributed module contains (with `runs_per_rank`, a necessary
-#: condition of `FileContext.in_distributed_context`), for `distributed_only` rules.
-_DISTRIBUTED_TEXT = re.compile(
-    r"torch\.distributed|\bfrom\s+torch\s+import\s[^\n]*\bdistributed\b|\bDistributedDataParallel\b|"
-    r"\b(?:import|from)\s+(?:accelerate|deepspeed|lightning|pytorch_lightning)\b|"
-    r"\binit_process_group\b|\binit_distributed\b"
-)
-
-
-class _TextScan:
-    """What the prefilter found in one file's text, each search made once
-    (the whole-project analysis asks twice: without and with facts)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self._found: dict[re.Pattern[str], bool] = {}
-        self._distributed: bool | None = None
-
-    def has(self, pattern: re.Pattern[str]) -> bool:
-        found = self._found.get(pattern)
-        if found is None:
-            found = self._found[pattern] = pattern.search(self.text) is not None
-        return found
-
-    @property
-    def distributed(self) -> bool:
-        if self._distributed is None:
-            self._distributed = self.has(_DISTRIBUTED_TEXT) and runs_per_rank(self.text)
-        return self._distributed
-
-
-def _applicable(
-    rules: tuple[type[Rule], ...], scan: _TextScan, extra_context: tuple[str, ...] = (), imports_facts: bool = False
-) -> tuple[type[Rule], ...]:
-    """The rules that can fire on the scanned text: those whose tokens it
-    contains (and, for distributed-only rules, that looks distributed). The
-    others are not run, and a file no rule applies to is never parsed. With
-    facts about imported helpers, rules that use them need no tokens (the
-    helper's name stands for the collective or the rank test)."""
-    kept = []
-    for rule in rules:
-        if not (imports_facts and rule.requires & _FACT_ANALYSES):
-            pattern = _token_pattern(rule)
-            if pattern is not None and not scan.has(pattern):
-                continue
-            context = _context_pattern(rule, extra_context)
-            if context is not None and not scan.has(context):
-                continue
-        if rule.distributed_only and not scan.distributed:
-            continue
-        kept.append(rule)
-    return tuple(kept)
-
-
-#: The analyses that consult facts about imported helpers.
-_FACT_ANALYSES = frozenset({"rank", "data"})
-
-
-@functools.lru_cache(maxsize=None)
-def _token_pattern(rule: type[Rule]) -> re.Pattern[str] | None:
-    """A regex matching any of the rule's tokens; None for rules without tokens."""
-    if rule.tokens is None:
-        return None
-    return re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, rule.tokens))) + r")\b")
-
-
-@functools.lru_cache(maxsize=None)
-def _context_pattern(rule: type[Rule], extra: tuple[str, ...]) -> re.Pattern[str] | None:
-    """A regex for the rule's `context_tokens` (substrings), plus configured extras."""
-    if rule.context_tokens is None:
-        return None
-    return re.compile("|".join(sorted(map(re.escape, (*rule.context_tokens, *extra)))))

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ddplint.config.settings import Settings
-from ddplint.engine import FileResult, check_source
+from ddplint.engine import check_source
+from ddplint.result import FileResult
 from ddplint.engine.source import SourceProblem, python_ast
 from ddplint.model import Applicability, Finding, Notice, NoticeLevel
 from ddplint.project.facts import ALONE, ProjectRole

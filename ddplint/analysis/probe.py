@@ -1,0 +1,73 @@
+"""Cheap text tests: substrings first, a regular expression only where they occur.
+
+A regular-expression alternation (``\\b(?:save|open|log)\\b``) scans a whole
+file to learn that none of its words is there: over transformers' files the
+prefilter's searches took 14 s of a 102 s lint. ``str.__contains__`` answers
+the same question at memory speed, and most files lack most tokens, so each
+test first checks the substrings every match must contain.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+
+@dataclass(frozen=True, eq=False)
+class Probe:
+    """A text test: one of `needles` occurs (as a whole word, with `words`),
+    and then `pattern`, if given, matches.
+
+    Every match of `pattern` must contain one of `needles`: the needles
+    only make the answer cheaper, never different.
+    """
+
+    needles: tuple[str, ...]
+    pattern: re.Pattern[str] | None = None
+    words: bool = False
+
+    @classmethod
+    def of_words(cls, words: Iterable[str]) -> Probe:
+        """Any of `words` as a whole word (as ``\\b`` delimits one)."""
+        return cls(tuple(sorted(words)), words=True)
+
+    @classmethod
+    def of_substrings(cls, needles: Iterable[str]) -> Probe:
+        """Any of `needles` anywhere."""
+        return cls(tuple(sorted(needles)))
+
+    def matches(self, text: str) -> bool:
+        if self.words:
+            found = any(_has_word(text, word) for word in self.needles)
+        else:
+            found = any(needle in text for needle in self.needles)
+        return found and (self.pattern is None or self.pattern.search(text) is not None)
+
+
+@dataclass(frozen=True, eq=False)
+class AnyOf:
+    """Matches where one of its probes does."""
+
+    probes: tuple[Probe, ...]
+
+    def matches(self, text: str) -> bool:
+        return any(probe.matches(text) for probe in self.probes)
+
+
+def _has_word(text: str, word: str) -> bool:
+    """Whether `word` occurs in `text` with no word character (``\\w``) on
+    either side: ``re.search(r"\\bamp\\b")`` without the regular expression
+    engine, which tries the pattern at every position of the text."""
+    size, end = len(text), len(word)
+    start = text.find(word)
+    while start != -1:
+        after = start + end
+        if (start == 0 or not _is_word_char(text[start - 1])) and (after == size or not _is_word_char(text[after])):
+            return True
+        start = text.find(word, start + 1)
+    return False
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"

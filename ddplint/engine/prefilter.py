@@ -1,0 +1,121 @@
+"""The text prefilter: which rules can fire on a file, and whether its
+module summary can hold facts, from its text alone.
+
+A rule declares the tokens without which it cannot fire; a file containing
+none of the enabled rules' tokens (and no summary worth walking for) is
+never given to LibCST. Every test is a `Probe`: substring checks first, the
+exact regular expression only where they pass, each run once per file.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import TYPE_CHECKING
+
+from ddplint.analysis.distributed import runs_per_rank
+from ddplint.analysis.probe import AnyOf, Probe
+
+if TYPE_CHECKING:
+    from ddplint.rule import Rule
+
+
+#: Text every distributed module contains (with `runs_per_rank`, a necessary
+#: condition of `FileContext.in_distributed_context`), for `distributed_only` rules.
+DISTRIBUTED_TEXT = AnyOf((
+    Probe.of_substrings(("torch.distributed",)),
+    Probe.of_words(("DistributedDataParallel", "init_process_group", "init_distributed")),
+    Probe(("distributed",), re.compile(r"\bfrom\s+torch\s+import\s[^\n]*\bdistributed\b"), words=True),
+    Probe(
+        ("accelerate", "deepspeed", "lightning", "pytorch_lightning"),
+        re.compile(r"\b(?:import|from)\s+(?:accelerate|deepspeed|lightning|pytorch_lightning)\b"),
+        words=True,
+    ),
+))  # fmt: skip
+
+
+class TextScan:
+    """What the prefilter found in one file's text, each probe run once
+    (the whole-project analysis asks twice: without and with facts)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._found: dict[Probe | AnyOf, bool] = {}
+        self._distributed: bool | None = None
+
+    def has(self, probe: Probe | AnyOf) -> bool:
+        found = self._found.get(probe)
+        if found is None:
+            found = self._found[probe] = probe.matches(self.text)
+        return found
+
+    @property
+    def distributed(self) -> bool:
+        if self._distributed is None:
+            self._distributed = self.has(DISTRIBUTED_TEXT) and runs_per_rank(self.text)
+        return self._distributed
+
+
+#: The analyses that consult facts about imported helpers.
+FACT_ANALYSES = frozenset({"rank", "data"})
+
+
+def applicable(
+    rules: tuple[type[Rule], ...], scan: TextScan, extra_context: tuple[str, ...] = (), imports_facts: bool = False
+) -> tuple[type[Rule], ...]:
+    """The rules that can fire on the scanned text: those whose tokens it
+    contains (and, for distributed-only rules, that looks distributed). The
+    others are not run, and a file no rule applies to is never parsed. With
+    facts about imported helpers, rules that use them need no tokens (the
+    helper's name stands for the collective or the rank test)."""
+    kept = []
+    for rule in rules:
+        if not (imports_facts and rule.requires & FACT_ANALYSES):
+            tokens = token_probe(rule)
+            if tokens is not None and not scan.has(tokens):
+                continue
+            context = context_probe(rule, extra_context)
+            if context is not None and not scan.has(context):
+                continue
+        if rule.distributed_only and not scan.distributed:
+            continue
+        kept.append(rule)
+    return tuple(kept)
+
+
+@functools.lru_cache(maxsize=None)
+def token_probe(rule: type[Rule]) -> Probe | None:
+    """Any of the rule's tokens as a word; None for rules without tokens."""
+    return None if rule.tokens is None else Probe.of_words(rule.tokens)
+
+
+@functools.lru_cache(maxsize=None)
+def context_probe(rule: type[Rule], extra: tuple[str, ...]) -> Probe | None:
+    """The rule's `context_tokens` (substrings), plus configured extras."""
+    return None if rule.context_tokens is None else Probe.of_substrings((*rule.context_tokens, *extra))
+
+
+#: Text without which a module's summary has no facts to walk for: rank
+#: tests, collectives (with a distributed library in sight: `torch.gather` is
+#: not one), Dataset classes, replacing `builtins.print`.
+_SUMMARY_RANK = Probe.of_substrings(
+    ("rank", "RANK", "is_main", "is_master", "master_process", "is_global_zero", "process_index", "ordinal")
+)
+_SUMMARY_COLLECTIVE = Probe.of_substrings(
+    ("barrier", "all_reduce", "broadcast", "gather", "scatter", "all_to_all", "new_group", "wait_for_everyone", "reduce")
+)
+_SUMMARY_LIBRARY = Probe.of_substrings(
+    ("torch.distributed", "import distributed", "deepspeed", "accelerat", "xla", "ignite", "lightning", "strategy", "sync_dist")
+)
+_SUMMARY_OTHER = AnyOf((
+    Probe.of_words(("Dataset",)), Probe.of_substrings(("IterableDataset", "DataPipe", "builtins", "__builtin__"))
+))  # fmt: skip
+
+
+def summary_worthy(scan: TextScan) -> bool:
+    """Whether the module may hold facts other modules need (else its summary is its imports)."""
+    return (
+        scan.has(_SUMMARY_RANK)
+        or (scan.has(_SUMMARY_COLLECTIVE) and scan.has(_SUMMARY_LIBRARY))
+        or scan.has(_SUMMARY_OTHER)
+    )
