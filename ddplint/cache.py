@@ -17,11 +17,11 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from ddplint import __version__
 from ddplint.config.settings import Settings
-from ddplint.engine import FileResult
+from ddplint.result import FileResult
 from ddplint.model import Applicability, Edit, Finding, Fix, Notice, NoticeLevel, Related, Severity, Span
 from ddplint.project.summary import ModuleSummary
 
@@ -41,11 +41,24 @@ def entry_key(data: bytes, display: str, settings: Settings, extra: str = "") ->
     `extra` names what else the result depends on (the facts of the
     file's imports, whether a summary is wanted)."""
     digest = hashlib.sha256()
-    parts = (__version__.encode(), str(_FORMAT).encode(), display.encode(), settings.key().encode(), extra.encode(), data)
+    _update(digest, __version__.encode(), str(_FORMAT).encode(), display.encode(), settings.key().encode(), extra.encode(), data)
+    return digest.hexdigest()
+
+
+def run_key(files: Iterable[tuple[bytes, str, Settings]], extra: str = "") -> str:
+    """The key of a whole run over `files` (data, display, settings), in order:
+    any file added, removed or changed gives another key."""
+    digest = hashlib.sha256()
+    _update(digest, b"run", __version__.encode(), str(_FORMAT).encode(), extra.encode())
+    for data, display, settings in files:
+        _update(digest, display.encode(), settings.key().encode(), data)
+    return digest.hexdigest()
+
+
+def _update(digest: Any, *parts: bytes) -> None:
     for part in parts:
         digest.update(len(part).to_bytes(8, "little"))
         digest.update(part)
-    return digest.hexdigest()
 
 
 class Cache:
@@ -61,22 +74,43 @@ class Cache:
     def get(self, key: str) -> FileResult | None:
         """The cached result, or None (missing, corrupt or foreign entries alike)."""
         try:
-            payload = json.loads(self._path(key).read_text(encoding="utf-8"))
-            if payload.get("format") != _FORMAT or payload.get("key") != key:
-                return None
-            return _decode(payload["result"])
-        except (OSError, ValueError, KeyError, TypeError):
+            return _decode(self._read(key)["result"])
+        except (ValueError, KeyError, TypeError):
             return None
 
     def put(self, key: str, result: FileResult) -> None:
         """Store a result; failures to write are ignored (the cache is an optimisation)."""
         if any(n.internal for n in result.notices):
             return  # never cache a ddplint bug
+        self._write(key, {"result": _encode(result)})
+
+    def get_keys(self, key: str) -> list[str] | None:
+        """A list of entry keys stored under `key` (a whole run's), or None."""
+        try:
+            keys = self._read(key)["keys"]
+        except (ValueError, KeyError, TypeError):
+            return None
+        return keys if isinstance(keys, list) and all(isinstance(k, str) for k in keys) else None
+
+    def put_keys(self, key: str, keys: list[str]) -> None:
+        self._write(key, {"keys": keys})
+
+    def _read(self, key: str) -> dict[str, Any]:
+        try:
+            payload = json.loads(self._path(key).read_text(encoding="utf-8"))
+        except OSError:
+            raise ValueError(key) from None
+        if not isinstance(payload, dict) or payload.get("format") != _FORMAT or payload.get("key") != key:
+            raise ValueError(key)
+        return payload
+
+    def _write(self, key: str, content: dict[str, Any]) -> None:
+        """Write an entry atomically (readers never see half of one)."""
         path = self._path(key)
         try:
             self._prepare()
             path.parent.mkdir(parents=True, exist_ok=True)
-            payload = json.dumps({"format": _FORMAT, "key": key, "result": _encode(result)})
+            payload = json.dumps({"format": _FORMAT, "key": key, **content})
             fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(payload)

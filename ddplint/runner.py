@@ -14,20 +14,18 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddplint.cache import Cache, entry_key
+from ddplint.cache import Cache, entry_key, run_key
 from ddplint.config.resolver import ConfigResolver
 from ddplint.config.settings import Settings
 from ddplint.discovery import discover
 from ddplint.fixing import FixMode, fix_file
-from ddplint.engine import FileResult, check_bytes
-from ddplint.engine.fixer import FixOutcome, applicable, fix_source
-from ddplint.engine.source import SourceProblem, python_ast
 from ddplint.model import Notice
 from ddplint.project.facts import ALONE, NO_FACTS, FileFacts, ProjectRole
 from ddplint.project.imports import imported_names
 from ddplint.project.index import ModuleEntry, ProjectIndex, module_names, project_roots
 from ddplint.project.summary import ModuleSummary, attribute_uses, imports_summary
 from ddplint.report import Report
+from ddplint.result import FileResult
 
 
 #: Below this many files to lint, a process pool costs more than it saves.
@@ -93,7 +91,7 @@ def lint_paths(
         settings = resolver.settings_for(source.path)
         tasks.append(_Task(source.display, data, settings, None, prefilter, ProjectRole(summarize=project), source.path))
     if project:
-        results, _, tasks = _lint_project(tasks, paths, resolver, jobs, cache)
+        results, _, tasks = _lint_project(tasks, paths, resolver, jobs, cache, remember=fix is None)
     else:
         tasks = [dataclasses.replace(t, key=entry_key(t.data, t.display, t.settings)) for t in tasks] if cache else tasks
         results = _cached_run(tasks, jobs, cache)
@@ -106,6 +104,8 @@ def lint_paths(
 def _fixed(task: _Task, result: FileResult, mode: FixMode, report: Report) -> FileResult:
     """`result`, or with fixes to apply, the result of the fixed file (which
     joins `report.fixed`)."""
+    from ddplint.engine.fixer import FixOutcome, applicable, fix_source  # only when fixing
+
     if not any(applicable(f, mode.unsafe) for f in result.findings):
         return result
 
@@ -133,12 +133,28 @@ def _cached_run(tasks: list[_Task], jobs: int, cache: Cache | None) -> list[File
 
 
 def _lint_project(
-    tasks: list[_Task], paths: list[Path], resolver: ConfigResolver, jobs: int, cache: Cache | None
-) -> tuple[list[FileResult], ProjectIndex, list[_Task]]:
+    tasks: list[_Task],
+    paths: list[Path],
+    resolver: ConfigResolver,
+    jobs: int,
+    cache: Cache | None,
+    remember: bool = False,
+) -> tuple[list[FileResult], ProjectIndex | None, list[_Task]]:
     """Lint every file, then again, with the facts of their imports, the files
     that import helpers the project knows something about; repeat while facts
-    change. Returns the results, the final index and the tasks as last run."""
+    change. Returns the results, the final index and the tasks as last run.
+
+    With `remember` and a cache, a run over exactly the same files, settings
+    and roots as one before takes that run's results straight from the cache,
+    without resolving the project again (then there is no index, and the
+    tasks are returned as given).
+    """
     roots = project_roots(paths, [t.path for t in tasks if t.path], resolver.source_roots())
+    run = _run_key(tasks, roots) if cache is not None and remember else None
+    if run is not None and cache is not None:
+        remembered = _remembered(cache, run, len(tasks))
+        if remembered is not None:
+            return remembered, None, tasks
     named = [module_names(t.path.resolve(), roots) if t.path else ((), False) for t in tasks]
     roles = _import_roles(tasks, named)
     tasks = [
@@ -177,7 +193,28 @@ def _lint_project(
             results[i], used[i] = result, changed[i]
             entries[i] = dataclasses.replace(entries[i], summary=result.summary or entries[i].summary)
         index = ProjectIndex(entries)
+    if run is not None and cache is not None and all(t.key for t in tasks):
+        cache.put_keys(run, [t.key for t in tasks if t.key])
     return results, index, tasks
+
+
+def _run_key(tasks: list[_Task], roots: set[Path]) -> str:
+    prefilter = ",".join(sorted({str(t.prefilter) for t in tasks}))
+    return run_key(((t.data, t.display, t.settings) for t in tasks), f"{prefilter}|{sorted(map(str, roots))}")
+
+
+def _remembered(cache: Cache, run: str, count: int) -> list[FileResult] | None:
+    """The results of a run with key `run`, if the cache still holds all of them."""
+    keys = cache.get_keys(run)
+    if keys is None or len(keys) != count:
+        return None
+    results = []
+    for key in keys:
+        result = cache.get(key)
+        if result is None:
+            return None
+        results.append(result)
+    return results
 
 
 def _import_roles(tasks: list[_Task], named: list[tuple[tuple[str, ...], bool]]) -> list[tuple[bool, bool]]:
@@ -207,13 +244,17 @@ def project_index(root: Path, resolver: ConfigResolver, cache: Cache | None, job
             continue
         settings = resolver.settings_for(source.path)
         tasks.append(_Task(source.display, data, settings, None, project=ProjectRole(summarize=True), path=source.path))
-    return _lint_project(tasks, [root], resolver, jobs, cache)[1]
+    index = _lint_project(tasks, [root], resolver, jobs, cache)[1]
+    assert index is not None  # only a remembered run has none
+    return index
 
 
 def single_file_facts(index: ProjectIndex | None, path: Path, text: str, roots: list[Path]) -> FileFacts:
     """The facts of the helpers that `text` (the file at `path`, maybe unsaved) imports."""
     if index is None:
         return NO_FACTS
+    from ddplint.engine.source import SourceProblem, python_ast  # here: importing the engine imports LibCST
+
     tree = python_ast(text, str(path))
     if isinstance(tree, SourceProblem):
         return NO_FACTS
@@ -227,6 +268,8 @@ def _run(tasks: list[_Task], jobs: int) -> list[FileResult]:
     """The results of `tasks`, in order; in a pool when it pays."""
     if jobs <= 1 or len(tasks) < MIN_FILES_FOR_POOL:
         return [_lint_task(task) for task in tasks]
+    import ddplint.engine  # noqa: F401 - imported once here, the forked workers inherit it
+
     results: list[FileResult | None] = [None] * len(tasks)
     order = sorted(range(len(tasks)), key=lambda i: -len(tasks[i].data))  # large files first
     context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
@@ -242,6 +285,8 @@ def _run(tasks: list[_Task], jobs: int) -> list[FileResult]:
 
 
 def _lint_task(task: _Task) -> FileResult:
+    from ddplint.engine import check_bytes  # here: a warm cache never imports LibCST
+
     try:
         return check_bytes(task.display, task.data, task.settings, task.prefilter, task.project)
     except Exception as exc:  # noqa: BLE001 - one file's crash must not end the run

@@ -56,11 +56,12 @@ def test_a_changed_file_or_setting_misses_the_cache(ddplint, tmp_path) -> None:
     assert _json(ddplint, ".", cwd=tmp_path)[0]["severity"] == "note"
 
 
+@pytest.mark.parametrize("kind", ["result", "keys"])  # a file's result; a whole run's list of entries
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "foreign"])
-def test_damaged_entries_are_ignored_and_rewritten(ddplint, tmp_path, damage) -> None:
+def test_damaged_entries_are_ignored_and_rewritten(ddplint, tmp_path, damage, kind) -> None:
     write(tmp_path, {"a.py": BAD})
     expected = _json(ddplint, ".", cwd=tmp_path)
-    (entry,) = (tmp_path / ".ddplint_cache").rglob("*.json")
+    (entry,) = [e for e in (tmp_path / ".ddplint_cache").rglob("*.json") if kind in json.loads(e.read_text())]
     text = entry.read_text()
     entry.write_text(
         {"garbage": "\x00not json", "truncated": text[: len(text) // 2], "foreign": json.dumps({"format": 99})}[damage]
