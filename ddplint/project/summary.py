@@ -156,7 +156,10 @@ def imports_summary(tree: ast.Module) -> tuple[ModuleSummary, dict[str, int]]:
 def attribute_uses(text: str, aliases: Mapping[str, str]) -> tuple[str, ...]:
     """The attribute chains the module's text reads from its imported names,
     as qualified names (one regular-expression pass; comments may add a few)."""
-    names = sorted((b for b in aliases if b.isidentifier() and aliases[b].split(".", 1)[0] not in EXTERNAL_ROOTS), key=len, reverse=True)
+    names = sorted(
+        (b for b in aliases if b.isidentifier() and aliases[b].split(".", 1)[0] not in EXTERNAL_ROOTS and b + "." in text),
+        key=len, reverse=True,
+    )  # fmt: skip - the substring test keeps the per-file pattern small (compiling it is most of the cost)
     if not names:
         return ()
     pattern = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, names)) + r")((?:\.\w+)+)")
