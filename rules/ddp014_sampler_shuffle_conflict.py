@@ -154,7 +154,7 @@ class SamplerShuffleConflict(Rule):
             f"`DataLoader` gets `batch_sampler=` together with {shown}{self._maybe(batch_sampler)}: "
             "PyTorch raises `ValueError: batch_sampler option is mutually exclusive with "
             "batch_size, shuffle, sampler, and drop_last`; set those on the batch sampler instead",
-            related=tuple((a, f"conflicts with `batch_sampler`") for a in conflicts),
+            related=tuple((a, "conflicts with `batch_sampler`") for a in conflicts),
         )
 
     def _check_iterable(self, node: cst.Call, args: BoundArguments, dataset: cst.ClassDef) -> None:

@@ -3,7 +3,6 @@ documented SARIF requirements, the composite Action, and GitLab Code Quality."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
