@@ -176,6 +176,7 @@ def measure_set(
         ("ddplint (default -j) --no-cache", [*ddplint, "--no-cache"]),
         ("ddplint (default -j), cold cache", [*ddplint, "--cache-dir", str(cache_dir)]),
         ("ddplint (default -j), warm cache", [*ddplint, "--cache-dir", str(cache_dir)]),
+        ("ddplint (default -j), warm cache, one file changed", [*ddplint, "--cache-dir", str(cache_dir)]),
     ]
     if not metadata:  # about 10x the parse: too slow for the whole corpus
         rows = [r for r in rows if "providers" not in r[0]]
@@ -186,10 +187,23 @@ def measure_set(
         elif "cold" in name:
             shutil.rmtree(cache_dir, ignore_errors=True)
             seconds, peak = timed(command, 1)
+        elif "changed" in name:
+            seconds, peak = _with_one_file_changed(files, lambda: timed(command, 1))
         else:
             seconds, peak = timed(command, runs)
         measures.append(Measure(name, seconds, peak, len(files), lines))
     return measures
+
+
+def _with_one_file_changed(files: list[Path], measure):
+    """`measure()` after appending a comment to the largest file (restored after)."""
+    largest = max(files, key=lambda f: f.stat().st_size)
+    original = largest.read_bytes()
+    try:
+        largest.write_bytes(original + b"\n# changed by bench/run.py\n")
+        return measure()
+    finally:
+        largest.write_bytes(original)
 
 
 def prefilter_check(roots: list[Path]) -> str:
@@ -263,7 +277,9 @@ def table(measures: list[Measure], base: str) -> str:
     return "\n".join(rows)
 
 
-def targets(subset: list[Measure], peers: list[Measure], latency: list[tuple[str, float]]) -> str:
+def targets(
+    subset: list[Measure], peers: list[Measure], latency: list[tuple[str, float]], full: list[Measure] = ()
+) -> str:
     """The issue's targets as ratios measured in this run."""
     peer = {m.label: m.seconds for m in peers}
     lat = dict(latency)
@@ -283,6 +299,15 @@ def targets(subset: list[Measure], peers: list[Measure], latency: list[tuple[str
         ratio(sub, "ddplint -j1 --no-cache", "ddplint -j1 --no-cache --no-project"))
     row("-j1 / default -j (target >= 1.7)", ratio(sub, "ddplint -j1 --no-cache", "ddplint (default -j) --no-cache"))
     row("cold / warm cache (target >= 20)", ratio(sub, "ddplint (default -j), cold cache", "ddplint (default -j), warm cache"))
+    row("warm, one file changed / warm (target: + that file's cost)",
+        ratio(sub, "ddplint (default -j), warm cache, one file changed", "ddplint (default -j), warm cache"))
+    whole = {m.label: m.seconds for m in full}
+    if whole:
+        row("whole corpus: ddplint -j1 / bare parse (target <= 1.0)", ratio(whole, "ddplint -j1 --no-cache", base))
+        row("whole corpus: whole-project / module-local, -j1 (target <= 1.25)",
+            ratio(whole, "ddplint -j1 --no-cache", "ddplint -j1 --no-cache --no-project"))
+        row("whole corpus: -j1 / default -j (target >= 1.7)",
+            ratio(whole, "ddplint -j1 --no-cache", "ddplint (default -j) --no-cache"))
     for name in ("torchfix", "fixit"):
         row(f"{name} / ddplint default -j (target >= 10)", ratio(peer, f"{name} (its defaults)", "ddplint (default -j) --no-cache"))
     row("ddplint trainer.py / import libcst + parse (target <= 1.5)",
@@ -313,10 +338,11 @@ def main() -> None:
     subset = [source / name for name in SUBSET if (source / name).exists()]
     subset_measures = measure_set("subset", subset, args.runs, scratch, args.cache)
     add("## Mixed subset (timm + mmengine + accelerate)\n\n" + table(subset_measures, base))
+    full_measures: list[Measure] = []
     if args.full:
         everything = sorted(p for p in source.iterdir() if p.is_dir())
-        add("## Whole corpus\n\n" + table(measure_set("full", everything, 1, scratch, args.cache, metadata=False), base)
-            + "\n\n" + prefilter_check(everything))
+        full_measures = measure_set("full", everything, 1, scratch, args.cache, metadata=False)
+        add("## Whole corpus\n\n" + table(full_measures, base) + "\n\n" + prefilter_check(everything))
     peer_measures: list[Measure] = []
     if not args.no_peers:
         peers = [source / name for name in PEER_SUBSET if (source / name).exists()]
@@ -324,7 +350,7 @@ def main() -> None:
         add("## Peers (accelerate + pytorch-ignite)\n\n" + table(peer_measures, base))
     latency = measure_latency(source, args.runs)
     add("## Latency\n\n| What | Seconds |\n|---|---:|\n" + "\n".join(f"| {n} | {s:.3f} |" for n, s in latency))
-    add("## Targets\n\n" + targets(subset_measures, peer_measures, latency))
+    add("## Targets\n\n" + targets(subset_measures, peer_measures, latency, full_measures))
     print(args.output.read_text())
     json.dump({"output": str(args.output)}, sys.stderr)
 
