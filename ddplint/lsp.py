@@ -29,7 +29,7 @@ from ddplint.model import Applicability, Finding, Severity, Span
 from ddplint.paths import project_root
 from ddplint.project.facts import FileFacts, ProjectRole
 from ddplint.project.index import ProjectIndex
-from ddplint.runner import project_index, single_file_facts
+from ddplint.runner import project_index, single_file_facts, tune_gc
 from ddplint.rule import get_rule
 
 DEBOUNCE_SECONDS = 0.3
@@ -266,4 +266,5 @@ def noqa_edit(text: str, line: int, code: str) -> lsp.TextEdit:
 
 def main() -> None:
     """Serve over stdio until the client disconnects."""
+    tune_gc()
     server.start_io()

@@ -16,7 +16,7 @@ from ddplint.report import Report
 from ddplint.cache import Cache, default_cache_dir
 from ddplint.fixing import FixMode, write_fixed
 from ddplint.paths import project_root, shown_path
-from ddplint.runner import available_cpus, lint_paths, lint_stdin, project_index
+from ddplint.runner import available_cpus, lint_paths, lint_stdin, project_index, tune_gc
 
 STDIN = Path("-")
 
@@ -178,6 +178,7 @@ def run_check(request: CheckRequest) -> int:
     """Lint (and fix), render, write; return the exit status."""
     resolver = _resolver(request)
     _check_fix_options(request)
+    tune_gc()
     stdin = sys.stdin.buffer.read() if _from_stdin(request) else None
     try:
         report = _lint(request, resolver, stdin)
