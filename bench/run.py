@@ -263,7 +263,9 @@ def machine() -> str:
     from importlib.metadata import version
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{cores} CPUs ({cpu}), Python {platform.python_version()}, libcst {version('libcst')}, ddplint {version('ddplint')}"
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    at = f" at commit {commit}" if commit else ""
+    return f"{cores} CPUs ({cpu}), Python {platform.python_version()}, libcst {version('libcst')}, ddplint {version('ddplint')}{at}"
 
 
 def table(measures: list[Measure], base: str) -> str:
