@@ -7,6 +7,7 @@ below it is pure. Every file is independent of the others.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import multiprocessing
 import os
@@ -36,6 +37,7 @@ MIN_FILES_FOR_POOL = 8
 MAX_PROJECT_ROUNDS = 4
 
 
+@functools.cache  # once per process: a long-lived caller (tests, an editor) must not freeze its garbage
 def tune_gc() -> None:
     """Tune CPython's cycle collector for linting (the process's own choice:
     the command line and the language server call it).
@@ -48,14 +50,8 @@ def tune_gc() -> None:
     allocations keeps peak memory the same; `gc.freeze` takes the imported
     modules out of every collection (and keeps forked workers' pages shared).
     """
-    global _GC_TUNED
-    if not _GC_TUNED:  # once: a long-lived caller (tests, an editor) must not freeze its garbage
-        _GC_TUNED = True
-        gc.freeze()
-        gc.set_threshold(10_000)
-
-
-_GC_TUNED = False
+    gc.freeze()
+    gc.set_threshold(10_000)
 
 
 def available_cpus() -> int:
