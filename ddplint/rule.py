@@ -91,6 +91,11 @@ class Rule:
     #: Substrings of which the file must also contain one (for DDP001: some
     #: rank test; the configured ``rank-names`` are added). ``None``: no such need.
     context_tokens: ClassVar[tuple[str, ...] | None] = None
+    #: Which of those requirements (``"tokens"``, ``"context_tokens"``) a fact
+    #: about an imported helper can meet instead: for DDP001 a collective
+    #: helper stands for the collective and a rank helper for the rank test.
+    #: Only these are waived in a file that imports facts.
+    facts_replace: ClassVar[frozenset[str]] = frozenset()
     #: Findings are kept only in modules in distributed context (SPEC §2).
     distributed_only: ClassVar[bool] = False
     #: Free-form tags for SARIF (``properties.tags``).
@@ -144,6 +149,8 @@ def _validate(cls: type[Rule]) -> None:
     summary = getattr(cls, "summary", "")
     if not summary or "\n" in summary:
         raise RuleDefinitionError(f"{where}: summary must be one line")
+    if not cls.facts_replace <= {"tokens", "context_tokens"}:
+        raise RuleDefinitionError(f"{where}: facts_replace names requirements other than tokens, context_tokens")
 
 
 def all_rules() -> tuple[type[Rule], ...]:

@@ -157,6 +157,8 @@ class CollectiveInRankBranch(Rule):
         "on_local_main_process", "on_process", "on_local_process", "on_last_process", "is_local_master",
         "SLURM_PROCID", "SLURM_LOCALID", "ordinal",
     )  # fmt: skip
+    #: `utils.reduce_dict()` is a collective and `utils.am_leader()` a rank test.
+    facts_replace = frozenset({"tokens", "context_tokens"})
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from ddplint.analysis.distributed import runs_per_rank
 from ddplint.analysis.probe import Probe
-from ddplint.engine.prefilter import DISTRIBUTED_TEXT
+from ddplint.engine.prefilter import DISTRIBUTED_TEXT, TextScan, applicable
+from ddplint.rule import all_rules
 
 WORDS = ("amp", "log", "save", "init_process_group", "deepspeed.initialize", "RANK")
 PIECES = st.sampled_from(
@@ -46,3 +47,15 @@ def test_substring_probe_and_examples() -> None:
     assert Probe.of_words(("amp",)).matches("from torch.cuda import amp")
     assert not Probe.of_words(("amp",)).matches("ampé")  # a Unicode letter continues the word, as for `\b`
     assert runs_per_rank("rank = dist.get_rank()") and not runs_per_rank("os.environ['RANK'] = '0'\nget_rank()")
+
+
+def test_facts_waive_only_what_a_helper_can_stand_for() -> None:
+    """With facts about imported helpers, DDP001 needs neither a collective
+    nor a rank test in the text (`sync()` and `is_leader()` stand for them);
+    no fact stands for a DataLoader, a `__getitem__` or a save, so the rules
+    needing those stay off, and a file they cannot fire on is not linted again
+    for its facts."""
+    rules = tuple(r for r in all_rules() if r.code != "DDP000")
+    scan = TextScan("from utils import sync, is_leader, Captions\n\ndef main():\n    if is_leader():\n        sync()\n")
+    assert applicable(rules, scan) == ()
+    assert [r.code for r in applicable(rules, scan, imports_facts=True)] == ["DDP001"]

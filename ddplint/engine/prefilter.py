@@ -56,27 +56,24 @@ class TextScan:
         return self._distributed
 
 
-#: The analyses that consult facts about imported helpers.
-FACT_ANALYSES = frozenset({"rank", "data"})
-
-
 def applicable(
     rules: tuple[type[Rule], ...], scan: TextScan, extra_context: tuple[str, ...] = (), imports_facts: bool = False
 ) -> tuple[type[Rule], ...]:
     """The rules that can fire on the scanned text: those whose tokens it
     contains (and, for distributed-only rules, that looks distributed). The
     others are not run, and a file no rule applies to is never parsed. With
-    facts about imported helpers, rules that use them need no tokens (the
-    helper's name stands for the collective or the rank test)."""
+    facts about imported helpers, the requirements a fact can meet are
+    waived (`Rule.facts_replace`: the helper's name stands for the
+    collective or the rank test)."""
     kept = []
     for rule in rules:
-        if not (imports_facts and rule.requires & FACT_ANALYSES):
-            tokens = token_probe(rule)
-            if tokens is not None and not scan.has(tokens):
-                continue
-            context = context_probe(rule, extra_context)
-            if context is not None and not scan.has(context):
-                continue
+        waived = rule.facts_replace if imports_facts else frozenset()
+        tokens = token_probe(rule)
+        if tokens is not None and "tokens" not in waived and not scan.has(tokens):
+            continue
+        context = context_probe(rule, extra_context)
+        if context is not None and "context_tokens" not in waived and not scan.has(context):
+            continue
         if rule.distributed_only and not scan.distributed:
             continue
         kept.append(rule)
