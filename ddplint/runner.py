@@ -24,7 +24,7 @@ from ddplint.fixing import FixMode, fix_file
 from ddplint.model import Notice
 from ddplint.project.facts import ALONE, NO_FACTS, FileFacts, ProjectRole
 from ddplint.project.imports import imported_names
-from ddplint.project.index import ModuleEntry, ProjectIndex, module_names, project_roots
+from ddplint.project.index import ModuleEntry, ProjectIndex, module_names, project_roots, resolve_files
 from ddplint.project.summary import ModuleSummary, attribute_uses, imports_summary
 from ddplint.report import Report
 from ddplint.result import FileResult
@@ -168,13 +168,15 @@ def _lint_project(
     without resolving the project again (then there is no index, and the
     tasks are returned as given).
     """
-    roots = project_roots(paths, [t.path for t in tasks if t.path], resolver.source_roots())
+    resolved = resolve_files([t.path for t in tasks if t.path])
+    roots = project_roots(paths, resolved, resolver.source_roots())
     run = _run_key(tasks, roots) if cache is not None and remember else None
     if run is not None and cache is not None:
         remembered = _remembered(cache, run, len(tasks))
         if remembered is not None:
             return remembered, None, tasks
-    named = [module_names(t.path.resolve(), roots) if t.path else ((), False) for t in tasks]
+    by_path = iter(resolved)
+    named = [module_names(next(by_path), roots) if t.path else ((), False) for t in tasks]
     roles = _import_roles(tasks, named)
     tasks = [
         dataclasses.replace(
@@ -279,7 +281,8 @@ def single_file_facts(index: ProjectIndex | None, path: Path, text: str, roots: 
         return NO_FACTS
     summary, _ = imports_summary(tree)
     summary = dataclasses.replace(summary, uses=attribute_uses(text, summary.aliases))
-    names, is_package = module_names(path.resolve(), project_roots(roots, [path]))
+    resolved = resolve_files([path])
+    names, is_package = module_names(resolved[0], project_roots(roots, resolved))
     return index.file_facts(ModuleEntry(str(path), names, is_package, summary))
 
 

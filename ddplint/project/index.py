@@ -48,18 +48,35 @@ def module_names(path: Path, roots: Iterable[Path]) -> tuple[tuple[str, ...], bo
     return tuple(reversed(names)), is_package
 
 
+def resolve_files(paths: Iterable[Path]) -> list[Path]:
+    """Each path as `Path.resolve` gives it, resolving each directory once
+    (a linted tree has thousands of files in a few hundred directories)."""
+    directories: dict[Path, Path] = {}
+    resolved = []
+    for path in paths:
+        if path.is_symlink():
+            resolved.append(path.resolve())
+            continue
+        directory = directories.get(path.parent)
+        if directory is None:
+            directory = directories[path.parent] = path.parent.resolve()
+        resolved.append(directory / path.name)
+    return resolved
+
+
 def project_roots(arguments: Iterable[Path], files: Iterable[Path], configured: Iterable[Path] = ()) -> set[Path]:
     """The import roots of a run (absolute paths): the directories given and
     their ``src/``, configured roots, each script's own directory (not a
     package's: Python puts the script's directory on ``sys.path``), and the
-    directory above each file's top-level package."""
+    directory above each file's top-level package. `files` are resolved
+    (`resolve_files`)."""
     roots: set[Path] = set()
     for directory in (p.resolve() for p in arguments if p.is_dir()):
         roots |= {directory, directory / "src"}
     roots |= {p.resolve() for p in configured}
     seen: set[Path] = set()
     for file in files:
-        parent = file.resolve().parent
+        parent = file.parent
         if parent in seen:
             continue
         seen.add(parent)
