@@ -99,6 +99,7 @@ class ProjectIndex:
             for name in entry.names:
                 self.modules.setdefault(name, entry)
         self._lookups: dict[tuple[int, str], tuple[ModuleEntry, str] | None] = {}
+        self._resolvable = _resolvable_names(self.entries)
         self._found: dict[str, tuple[ModuleEntry, str] | None] = {}
         self.facts = self._solve()
         self._exported: dict[str, dict[str, Fact]] = {}
@@ -110,9 +111,9 @@ class ProjectIndex:
     @staticmethod
     def absolute(raw: str, entry: ModuleEntry) -> str | None:
         """`raw` (``.dist.x``, ``..utils``) as an absolute name, seen from `entry`."""
-        level = len(raw) - len(raw.lstrip("."))
-        if level == 0:
+        if raw[:1] != ".":
             return raw
+        level = len(raw) - len(raw.lstrip("."))
         if not entry.names:
             return None
         parts = entry.names[0].split(".")
@@ -157,6 +158,8 @@ class ProjectIndex:
         return None
 
     def _resolve(self, raw: str, entry: ModuleEntry) -> tuple[ModuleEntry, str] | None:
+        if raw.rpartition(".")[2] not in self._resolvable:
+            return None  # most imports: nothing of that name has a fact
         key = (id(entry), raw)
         if key not in self._lookups:
             name = self.absolute(raw, entry)
@@ -267,6 +270,21 @@ class ProjectIndex:
             for symbol, fact in (self.exported(base) if base else {}).items():
                 out.setdefault(f"{star}.{symbol}", fact)
         return out
+
+
+def _resolvable_names(entries: list[ModuleEntry]) -> set[str]:
+    """The last components of the names that may resolve to a symbol with
+    facts: the symbols' names, and the names of imports whose targets may
+    (re-exports rename: ``from .a import f as g``). A name resolves through
+    aliases and star imports to a symbol of one of these names, or to none."""
+    names = {name for entry in entries for name in entry.summary.symbols}
+    pending = [(local, target.rpartition(".")[2]) for e in entries for local, target in e.summary.aliases.items()]
+    while True:
+        added = {local for local, last in pending if last in names and local not in names}
+        if not added:
+            return names
+        names |= added
+        pending = [(local, last) for local, last in pending if local not in names]
 
 
 def _prefixes_of(uses: Iterable[str]) -> set[str]:
