@@ -139,12 +139,12 @@ def _lint_module(
     walker_stack: list[cst.CSTNode] = []
     requires = {name for rule in rules for name in rule.requires}
     summarize = summary is not None
-    if summarize:
+    if summarize and symbols:  # the facts of its functions; the rules' own questions need no more
         requires.add("rank")
     ctx = FileContext(path, text, module, settings, walker_stack, requires, facts, summarize)
     instances = [rule(ctx) for rule in rules]
     notices: list[Notice] = []
-    collector = SummaryCollector(ctx) if summarize else None
+    collector = SummaryCollector(ctx, symbols) if summarize else None
     analyses = ctx.analyses if collector is None else (*ctx.analyses, collector)
 
     def on_rule_error(rule: Rule, exc: BaseException) -> None:

@@ -81,6 +81,10 @@ class FileContext:
         """The walker analyses, in the order they must run."""
         return (self.scopes, self._distributed, *self._optional.values())
 
+    def runs(self, analysis: str) -> bool:
+        """Whether the optional analysis (``"rank"``) runs for this file."""
+        return analysis in self._optional
+
     @property
     def rank(self) -> RankAnalysis:
         """The rank analysis (only for rules with ``requires = {"rank"}``)."""

@@ -31,10 +31,15 @@ def _external(qualname: str) -> bool:
 
 
 class SummaryCollector:
-    """Walker analysis: what the module summary needs, per top-level name."""
+    """Walker analysis: what the module summary needs, per top-level name.
 
-    def __init__(self, ctx: FileContext) -> None:
+    Without `symbols` (a module no linted file imports, or one whose text
+    holds no facts) it only records the imported names the module calls.
+    """
+
+    def __init__(self, ctx: FileContext, symbols: bool = True) -> None:
         self.ctx = ctx
+        self.symbols_wanted = symbols
         self.top_functions: dict[str, cst.FunctionDef] = {}
         self.classes: dict[str, Symbol] = {}
         #: Collectives each function performs, with their guards inside it.
@@ -55,6 +60,8 @@ class SummaryCollector:
         return not any(isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) for n in self.ctx.stack[:-1])
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if not self.symbols_wanted:
+            return
         for ancestor in reversed(self.ctx.stack[:-1]):
             if isinstance(ancestor, (cst.ClassDef, cst.Lambda)):
                 return  # a method: no other module reaches it by name
@@ -68,7 +75,7 @@ class SummaryCollector:
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         bases = imported_bases(node, self.ctx)
         self.called |= bases  # a Dataset base class from another module
-        if self._top_level():
+        if self.symbols_wanted and self._top_level():
             via = tuple(sorted(q for q in bases if not _external(q)))
             self.classes.setdefault(node.name.value, Symbol(dataset=dataset_kind(node, self.ctx), dataset_via=via))
 
@@ -78,6 +85,8 @@ class SummaryCollector:
         called = ctx.scopes.imported_qualnames(func)
         if called:
             self.called |= called  # a helper's collective or print silencing matters where it is called
+        if not self.symbols_wanted:
+            return
         function = ctx.enclosing_function()
         if function not in self.module_functions:
             return
@@ -105,6 +114,8 @@ class SummaryCollector:
         return condition is not None and not self.ctx.rank.selects_ranks(condition)
 
     def leave_Assign(self, node: cst.Assign) -> None:
+        if not self.symbols_wanted:
+            return
         function = self.ctx.enclosing_function()
         if function in self.module_functions and any(
             isinstance(t.target, cst.Attribute) and _PRINT in self.ctx.qualified_names(t.target) for t in node.targets
@@ -116,7 +127,8 @@ class SummaryCollector:
     def consulted(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The imported names whose rank dependence the lint asked about, and
         those it calls or derives classes from (see `ModuleSummary.consulted`)."""
-        rank = tuple(sorted(q for q in self.ctx.rank.consulted if not _external(q)))
+        consulted = self.ctx.rank.consulted if self.ctx.runs("rank") else ()  # no rank analysis: nothing asked
+        rank = tuple(sorted(q for q in consulted if not _external(q)))
         return rank, tuple(sorted(q for q in self.called if not _external(q)))
 
     def symbols(self, lines: Mapping[str, int]) -> dict[str, Symbol]:
