@@ -15,6 +15,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ddplint.cache import Cache, entry_key, run_key
 from ddplint.config.resolver import ConfigResolver
@@ -192,7 +193,8 @@ def _lint_project(
         for task, (names, is_package), result in zip(tasks, named, results)
     ]
     used = [NO_FACTS] * len(tasks)
-    index = ProjectIndex(entries)
+    uses_of = _attribute_uses_reader(tasks)
+    index = ProjectIndex(entries, uses_of)
     tasks = list(tasks)
     for _ in range(MAX_PROJECT_ROUNDS):
         changed = {}
@@ -213,10 +215,29 @@ def _lint_project(
         for i, result in zip(todo, rerun):
             results[i], used[i] = result, changed[i]
             entries[i] = dataclasses.replace(entries[i], summary=result.summary or entries[i].summary)
-        index = ProjectIndex(entries)
+        index = ProjectIndex(entries, uses_of)
     if run is not None and cache is not None and all(t.key for t in tasks):
         cache.put_keys(run, [t.key for t in tasks if t.key])
     return results, index, tasks
+
+
+def _attribute_uses_reader(tasks: list[_Task]) -> Callable[[ModuleEntry], tuple[str, ...]]:
+    """`ModuleSummary.uses` of a linted file, read from its text once, when
+    the index needs it (a module imports a linted module with facts)."""
+    data = {task.display: task.data for task in tasks}
+    read: dict[str, tuple[str, ...]] = {}  # a file's imports are the same in every round
+
+    def uses_of(entry: ModuleEntry) -> tuple[str, ...]:
+        from ddplint.engine.source import SourceError, decode_source  # here: importing the engine imports LibCST
+
+        if entry.display not in read:
+            try:
+                read[entry.display] = attribute_uses(decode_source(data[entry.display]), entry.summary.aliases)
+            except (SourceError, KeyError):
+                read[entry.display] = ()
+        return read[entry.display]
+
+    return uses_of
 
 
 def _run_key(tasks: list[_Task], roots: set[Path]) -> str:

@@ -26,7 +26,7 @@ from ddplint.engine.walker import Walker
 from ddplint.model import Finding, Fix, Notice, NoticeLevel, Related, Span
 from ddplint.project.facts import ALONE, NO_FACTS, FileFacts, ProjectRole
 from ddplint.project.collector import SummaryCollector
-from ddplint.project.summary import ModuleSummary, attribute_uses, imports_summary
+from ddplint.project.summary import ModuleSummary, imports_summary
 from ddplint.result import FileResult
 from ddplint.rule import Rule, all_rules
 
@@ -84,7 +84,7 @@ def check_source(
     if project.summarize:
         imports, lines = imports_summary(tree)
         if project.importer:  # only a module that imports linted ones has facts to filter by use
-            imports = dataclasses.replace(imports, uses=attribute_uses(text, imports.aliases))
+            imports = dataclasses.replace(imports, uses=None)  # read by the index where it matters
         # A module importing facts may pass them on (`def should_log(): return am_leader()`).
         walk_for_summary = project.imported and (bool(facts) or summary_worthy(scan))
         with_facts = every_rule if not prefilter else (

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from ddplint.analysis.collectives import COLLECTIVE_FUNCTIONS, COLLECTIVE_MODULES, COLLECTIVE_QUALNAMES
 from ddplint.analysis.rank import RANK_FUNCTIONS, is_conventional_rank_call
@@ -92,8 +92,13 @@ def project_roots(arguments: Iterable[Path], files: Iterable[Path], configured: 
 class ProjectIndex:
     """Resolves imported names to the linted modules' facts."""
 
-    def __init__(self, entries: Iterable[ModuleEntry]) -> None:
+    def __init__(
+        self, entries: Iterable[ModuleEntry], uses_of: Callable[[ModuleEntry], tuple[str, ...]] | None = None
+    ) -> None:
+        """`uses_of` reads a module's attribute uses (`ModuleSummary.uses`)
+        where its summary has not."""
         self.entries = list(entries)
+        self._uses_of = uses_of
         self.modules: dict[str, ModuleEntry] = {}
         for entry in self.entries:
             for name in entry.names:
@@ -252,13 +257,14 @@ class ProjectIndex:
     def _file_facts(self, entry: ModuleEntry) -> dict[str, Fact]:
         out: dict[str, Fact] = {}
         summary = entry.summary
-        used = _prefixes_of(summary.uses)
+        used: set[str] | None = None
         for raw in summary.aliases.values():
             fact = self.fact(self._resolve(raw, entry))
             if fact is not None and fact.relevant:
                 out[raw] = fact
             name = self.absolute(raw, entry)
             if name in self._prefixes:  # a module or package: `import util.misc as utils`
+                used = self._used(entry) if used is None else used
                 for module, exported in self._interesting.items():
                     if module == name or module.startswith(name + "."):
                         for symbol, fact in exported.items():
@@ -270,6 +276,12 @@ class ProjectIndex:
             for symbol, fact in (self.exported(base) if base else {}).items():
                 out.setdefault(f"{star}.{symbol}", fact)
         return out
+
+    def _used(self, entry: ModuleEntry) -> set[str]:
+        uses = entry.summary.uses
+        if uses is None:
+            uses = self._uses_of(entry) if self._uses_of is not None else ()
+        return _prefixes_of(uses)
 
 
 def _resolvable_names(entries: list[ModuleEntry]) -> set[str]:

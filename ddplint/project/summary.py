@@ -63,8 +63,9 @@ class ModuleSummary:
     exports: tuple[str, ...] | None = None
     #: Attribute chains read from imported names (``dist.get_rank`` after
     #: ``import deepspeed.comm as dist`` -> ``deepspeed.comm.get_rank``),
-    #: so a module import brings only the facts the module uses.
-    uses: tuple[str, ...] = ()
+    #: so a module import brings only the facts the module uses. None: not
+    #: read yet (few modules import one that has facts; `ProjectIndex` asks).
+    uses: tuple[str, ...] | None = ()
     #: The imported names whose rank dependence the module's lint asked
     #: about, and those it calls or derives classes from: facts about other
     #: names cannot change its findings. None when unknown (any facts could).
@@ -90,7 +91,7 @@ class ModuleSummary:
             "aliases": dict(self.aliases),
             "stars": list(self.stars),
             "exports": None if self.exports is None else list(self.exports),
-            "uses": list(self.uses),
+            "uses": None if self.uses is None else list(self.uses),
             "consulted": None if self.consulted is None else list(self.consulted),
             "called": list(self.called),
         }
@@ -99,9 +100,9 @@ class ModuleSummary:
     def from_json(cls, data: Mapping[str, Any]) -> ModuleSummary:
         symbols = {name: _symbol_from_json(s) for name, s in data["symbols"].items()}
         exports = data["exports"]
-        aliases, stars, consulted = dict(data["aliases"]), tuple(data["stars"]), data["consulted"]
+        aliases, stars, consulted, uses = dict(data["aliases"]), tuple(data["stars"]), data["consulted"], data["uses"]
         return cls(
-            symbols, aliases, stars, None if exports is None else tuple(exports), tuple(data["uses"]),
+            symbols, aliases, stars, None if exports is None else tuple(exports), None if uses is None else tuple(uses),
             None if consulted is None else tuple(consulted), tuple(data["called"]),
         )  # fmt: skip
 
