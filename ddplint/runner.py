@@ -228,12 +228,12 @@ def _attribute_uses_reader(tasks: list[_Task]) -> Callable[[ModuleEntry], tuple[
     read: dict[str, tuple[str, ...]] = {}  # a file's imports are the same in every round
 
     def uses_of(entry: ModuleEntry) -> tuple[str, ...]:
-        from ddplint.engine.source import SourceError, decode_source  # here: importing the engine imports LibCST
-
         if entry.display not in read:
+            from ddplint.engine.source import SourceError, decode_source  # here: importing the engine imports LibCST
+
             try:
                 read[entry.display] = attribute_uses(decode_source(data[entry.display]), entry.summary.aliases)
-            except (SourceError, KeyError):
+            except SourceError:
                 read[entry.display] = ()
         return read[entry.display]
 

@@ -53,8 +53,7 @@ def test_facts_waive_only_what_a_helper_can_stand_for() -> None:
     """With facts about imported helpers, DDP001 needs neither a collective
     nor a rank test in the text (`sync()` and `is_leader()` stand for them);
     no fact stands for a DataLoader, a `__getitem__` or a save, so the rules
-    needing those stay off, and a file they cannot fire on is not linted again
-    for its facts."""
+    needing those stay off."""
     rules = tuple(r for r in all_rules() if r.code != "DDP000")
     scan = TextScan("from utils import sync, is_leader, Captions\n\ndef main():\n    if is_leader():\n        sync()\n")
     assert applicable(rules, scan) == ()
