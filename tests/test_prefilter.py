@@ -7,6 +7,7 @@ file a rule fires on.
 
 from __future__ import annotations
 
+import ast
 import re
 
 from hypothesis import given
@@ -14,7 +15,13 @@ from hypothesis import strategies as st
 
 from ddplint.analysis.distributed import runs_per_rank
 from ddplint.analysis.probe import Probe
-from ddplint.engine.prefilter import DISTRIBUTED_TEXT, TextScan, applicable
+from conftest import FIXTURES
+from ddplint.config.settings import Settings
+from ddplint.engine import check_source
+from ddplint.engine.prefilter import DISTRIBUTED_TEXT, TextScan, applicable, summary_worthy
+from ddplint.project.facts import NO_FACTS, Fact, FileFacts, ProjectRole
+from ddplint.project.summary import text_outside_classes
+from ddplint.result import FileResult
 from ddplint.rule import all_rules
 
 WORDS = ("amp", "log", "save", "init_process_group", "deepspeed.initialize", "RANK")
@@ -58,3 +65,55 @@ def test_facts_waive_only_what_a_helper_can_stand_for() -> None:
     scan = TextScan("from utils import sync, is_leader, Captions\n\ndef main():\n    if is_leader():\n        sync()\n")
     assert applicable(rules, scan) == ()
     assert [r.code for r in applicable(rules, scan, imports_facts=True)] == ["DDP001"]
+
+
+def _summarized(text: str, facts: FileFacts = NO_FACTS) -> FileResult:
+    """The result for `text` as a module another linted file imports."""
+    role = ProjectRole(facts=facts, summarize=True, imported=True, importer=False)
+    return check_source("module.py", text, Settings.all_rules(), True, role)
+
+
+def test_a_module_whose_rank_tests_are_all_methods_is_not_parsed_for_its_summary() -> None:
+    project = FIXTURES / "projects" / "class_first"
+    methods_only = _summarized((project / "methods_only.py").read_text())
+    helpers = _summarized((project / "ranks.py").read_text())
+    assert not methods_only.parsed and not methods_only.summary.symbols
+    assert helpers.parsed and set(helpers.summary.symbols) == {"is_leader", "LEADER"}
+
+
+def test_modules_the_summary_prefilter_skips_have_no_facts_of_their_own() -> None:
+    """Walked anyway (a fact about an import makes the walk happen), every
+    module the narrowed test skips yields no fact of its own, only facts
+    hinging on imports (which reach it, and re-walk it, later). The modules:
+    the fixtures, and each fixture with its code moved into a class (what
+    a method does is no fact for other modules)."""
+    unrelated = FileFacts({"elsewhere.helper": Fact("elsewhere.py", 1, rank=True)})
+    skipped = []
+    for path in sorted(FIXTURES.rglob("*.py")):
+        for text in _module_and_class_variant(path.read_bytes().decode("utf-8", errors="replace")):
+            tree = ast.parse(text)
+            if summary_worthy(TextScan(text), (), lambda: text_outside_classes(text, tree)):
+                continue
+            skipped.append(path)
+            symbols = _summarized(text, unrelated).summary.symbols
+            own = {n: s for n, s in symbols.items() if s.rank or s.collective or s.silences_print or s.dataset}
+            assert not own, f"{path}: {own}\n{text}"
+    assert len(skipped) >= 50, skipped  # the property is checked on many modules
+
+
+def _module_and_class_variant(text: str) -> list[str]:
+    """`text`, and the same code as the body of a class (imports stay at the
+    top); none for a module CPython rejects."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []  # the syntax-error rule's fixtures
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    rest = [n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom))] or [ast.Pass()]
+    wrapped = ast.Module(body=[*imports, ast.ClassDef("Wrapped", [], [], rest, [])], type_ignores=[])
+    variant = ast.unparse(ast.fix_missing_locations(wrapped))
+    try:
+        compile(variant, "variant.py", "exec", ast.PyCF_ONLY_AST)
+    except SyntaxError:
+        return [text]
+    return [text, variant]

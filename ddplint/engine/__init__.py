@@ -26,7 +26,7 @@ from ddplint.engine.walker import Walker
 from ddplint.model import Finding, Fix, Notice, NoticeLevel, Related, Span
 from ddplint.project.facts import ALONE, NO_FACTS, FileFacts, ProjectRole
 from ddplint.project.collector import SummaryCollector
-from ddplint.project.summary import ModuleSummary, imports_summary
+from ddplint.project.summary import ModuleSummary, imports_summary, text_outside_classes
 from ddplint.result import FileResult
 from ddplint.rule import Rule, all_rules
 
@@ -86,7 +86,11 @@ def check_source(
         if project.importer:  # only a module that imports linted ones has facts to filter by use
             imports = dataclasses.replace(imports, uses=None)  # read by the index where it matters
         # A module importing facts may pass them on (`def should_log(): return am_leader()`).
-        walk_for_summary = project.imported and (bool(facts) or summary_worthy(scan))
+        # A module parsed for its summary alone is parsed only if its functions may hold facts.
+        outside_classes = None if rules else functools.partial(text_outside_classes, text, tree)
+        walk_for_summary = project.imported and (
+            bool(facts) or summary_worthy(scan, settings.rank_names, outside_classes)
+        )
         with_facts = every_rule if not prefilter else (
             applicable(every_rule, scan, settings.rank_names, True) if project.importer else rules
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ddplint.analysis.distributed import runs_per_rank
 from ddplint.analysis.probe import AnyOf, Probe
@@ -109,10 +109,29 @@ _SUMMARY_OTHER = AnyOf((
 ))  # fmt: skip
 
 
-def summary_worthy(scan: TextScan) -> bool:
-    """Whether the module may hold facts other modules need (else its summary is its imports)."""
-    return (
-        scan.has(_SUMMARY_RANK)
-        or (scan.has(_SUMMARY_COLLECTIVE) and scan.has(_SUMMARY_LIBRARY))
-        or scan.has(_SUMMARY_OTHER)
-    )
+def summary_worthy(
+    scan: TextScan, rank_names: tuple[str, ...] = (), outside_classes: Callable[[], str] | None = None
+) -> bool:
+    """Whether the module may hold facts other modules need (else its summary
+    is its imports); `rank_names` are the configured ones.
+
+    A rank test or a collective makes a fact only in module-level code and
+    functions: a method's makes none (no other module reaches a method by
+    name; a class's only fact is being a Dataset). With `outside_classes`
+    (the module's text without its class bodies), they are looked for there.
+    """
+    if scan.has(_SUMMARY_OTHER):
+        return True
+    rank, extra = _SUMMARY_RANK, _rank_probe(rank_names)
+    collective = scan.has(_SUMMARY_COLLECTIVE) and scan.has(_SUMMARY_LIBRARY)
+    if not (collective or scan.has(rank) or (extra is not None and scan.has(extra))):
+        return False
+    if outside_classes is None:
+        return True
+    narrow = TextScan(outside_classes())
+    return (collective and narrow.has(_SUMMARY_COLLECTIVE)) or narrow.has(rank) or (extra is not None and narrow.has(extra))
+
+
+@functools.lru_cache(maxsize=16)
+def _rank_probe(rank_names: tuple[str, ...]) -> Probe | None:
+    return Probe.of_substrings(rank_names) if rank_names else None
