@@ -212,9 +212,14 @@ def _lint_project(
         for i in todo:
             tasks[i] = tasks[i].with_facts(changed[i], cache)
         rerun = _cached_run([tasks[i] for i in todo], jobs, cache)
+        moved = False
         for i, result in zip(todo, rerun):
             results[i], used[i] = result, changed[i]
-            entries[i] = dataclasses.replace(entries[i], summary=result.summary or entries[i].summary)
+            summary = result.summary or entries[i].summary
+            moved = moved or not summary.shows_the_same(entries[i].summary)
+            entries[i] = dataclasses.replace(entries[i], summary=summary)
+        if not moved:
+            break  # every file's facts are what they were: the index answers as it would rebuilt
         index = ProjectIndex(entries, uses_of)
     if run is not None and cache is not None and all(t.key for t in tasks):
         cache.put_keys(run, [t.key for t in tasks if t.key])

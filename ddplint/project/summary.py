@@ -75,6 +75,13 @@ class ModuleSummary:
     def with_symbols(self, symbols: Mapping[str, Symbol]) -> ModuleSummary:
         return replace(self, symbols={k: v for k, v in symbols.items() if not v.empty})
 
+    def shows_the_same(self, other: ModuleSummary) -> bool:
+        """Whether other modules see the same facts in `other`: the same
+        symbols, imports and re-exports (what its own lint consulted aside)."""
+        return (self.symbols, self.aliases, self.stars, self.exports) == (
+            other.symbols, other.aliases, other.stars, other.exports
+        )
+
     def needs(self, facts: Mapping[str, Fact]) -> bool:
         """Whether `facts` (about the names this module imports) could change its findings."""
         if self.consulted is None:
