@@ -36,23 +36,24 @@ def default_cache_dir(project_root: Path) -> Path:
     return Path(configured) if configured else project_root / CACHE_DIR_NAME
 
 
-def entry_key(data: bytes, display: str, settings: Settings, extra: str = "") -> str:
-    """The cache key of linting `data` shown as `display` with `settings`;
-    `extra` names what else the result depends on (the facts of the
-    file's imports, whether a summary is wanted)."""
-    digest = hashlib.sha256()
-    _update(digest, __version__.encode(), str(_FORMAT).encode(), display.encode(), settings.key().encode(), extra.encode(), data)
-    return digest.hexdigest()
+def entry_key(content: bytes, display: str, settings: Settings, extra: str = "") -> str:
+    """The cache key of linting a file whose bytes have the SHA-256 digest
+    `content`, shown as `display` with `settings`; `extra` names what else
+    the result depends on (the facts of the file's imports, whether a
+    summary is wanted)."""
+    hashed = hashlib.sha256()
+    _update(hashed, __version__.encode(), str(_FORMAT).encode(), display.encode(), settings.key().encode(), extra.encode(), content)
+    return hashed.hexdigest()
 
 
 def run_key(files: Iterable[tuple[bytes, str, Settings]], extra: str = "") -> str:
-    """The key of a whole run over `files` (data, display, settings), in order:
-    any file added, removed or changed gives another key."""
-    digest = hashlib.sha256()
-    _update(digest, b"run", __version__.encode(), str(_FORMAT).encode(), extra.encode())
-    for data, display, settings in files:
-        _update(digest, display.encode(), settings.key().encode(), data)
-    return digest.hexdigest()
+    """The key of a whole run over `files` (content digest, display,
+    settings), in order: any file added, removed or changed gives another key."""
+    hashed = hashlib.sha256()
+    _update(hashed, b"run", __version__.encode(), str(_FORMAT).encode(), extra.encode())
+    for content, display, settings in files:
+        _update(hashed, display.encode(), settings.key().encode(), content)
+    return hashed.hexdigest()
 
 
 def _update(digest: Any, *parts: bytes) -> None:

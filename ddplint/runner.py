@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
+import hashlib
 import multiprocessing
 import os
 import sys
@@ -20,7 +21,7 @@ from typing import Callable
 from ddplint.cache import Cache, entry_key, run_key
 from ddplint.config.resolver import ConfigResolver
 from ddplint.config.settings import Settings
-from ddplint.discovery import discover
+from ddplint.discovery import SourceFile, discover
 from ddplint.fixing import FixMode, fix_file
 from ddplint.model import Notice
 from ddplint.project.facts import ALONE, NO_FACTS, FileFacts, ProjectRole
@@ -65,17 +66,46 @@ def available_cpus() -> int:
 
 @dataclass(frozen=True)
 class _Task:
+    """One file to lint. A file on disk travels as its path and the digest
+    of the bytes read when it was found (the worker reads it again: the
+    parent never holds the whole tree's bytes); text from an editor or
+    stdin travels as `data`."""
+
     display: str
-    data: bytes
     settings: Settings
     key: str | None
+    digest: bytes
+    size: int
     prefilter: bool = True
     project: ProjectRole = ALONE
     path: Path | None = None
+    data: bytes | None = None
+    #: The names its import statements import (whole-project runs only).
+    imports: tuple[str, ...] = ()
 
     def with_facts(self, facts: FileFacts, cache: Cache | None) -> _Task:
-        key = entry_key(self.data, self.display, self.settings, "facts:" + facts.digest()) if cache else None
+        key = entry_key(self.digest, self.display, self.settings, "facts:" + facts.digest()) if cache else None
         return dataclasses.replace(self, project=dataclasses.replace(self.project, facts=facts), key=key)
+
+    def read(self) -> bytes:
+        """The bytes to lint (`OSError` if the file cannot be read now)."""
+        return self.data if self.data is not None else self.path.read_bytes()  # type: ignore[union-attr]
+
+    def fresh(self, data: bytes) -> bool:
+        """Whether `data` (just read) are the bytes the file was found with."""
+        return self.data is not None or hashlib.sha256(data).digest() == self.digest
+
+
+def _found_task(source: SourceFile, resolver: ConfigResolver, prefilter: bool, role: ProjectRole) -> _Task | Notice:
+    """The task of a discovered file, or why it cannot be read."""
+    try:
+        data = source.path.read_bytes()
+    except OSError as exc:
+        return Notice(source.display, f"cannot read file: {exc.strerror or exc}")
+    settings = resolver.settings_for(source.path)
+    digest = hashlib.sha256(data).digest()
+    imports = tuple(imported_names(data)) if role.summarize else ()
+    return _Task(source.display, settings, None, digest, len(data), prefilter, role, source.path, imports=imports)
 
 
 def lint_paths(
@@ -103,17 +133,15 @@ def lint_paths(
     report = Report(notices=list(found.notices))
     tasks: list[_Task] = []
     for source in found.files:
-        try:
-            data = source.path.read_bytes()
-        except OSError as exc:
-            report.add(FileResult(notices=(Notice(source.display, f"cannot read file: {exc.strerror or exc}"),)))
-            continue
-        settings = resolver.settings_for(source.path)
-        tasks.append(_Task(source.display, data, settings, None, prefilter, ProjectRole(summarize=project), source.path))
+        task = _found_task(source, resolver, prefilter, ProjectRole(summarize=project))
+        if isinstance(task, Notice):
+            report.add(FileResult(notices=(task,)))
+        else:
+            tasks.append(task)
     if project:
         results, _, tasks = _lint_project(tasks, paths, resolver, jobs, cache, remember=fix is None)
     else:
-        tasks = [dataclasses.replace(t, key=entry_key(t.data, t.display, t.settings)) for t in tasks] if cache else tasks
+        tasks = [dataclasses.replace(t, key=entry_key(t.digest, t.display, t.settings)) for t in tasks] if cache else tasks
         results = _cached_run(tasks, jobs, cache)
     for task, result in zip(tasks, results):
         report.add(_fixed(task, result, fix, report) if fix else result)
@@ -133,7 +161,12 @@ def _fixed(task: _Task, result: FileResult, mode: FixMode, report: Report) -> Fi
         return fix_source(task.display, text, task.settings, mode.unsafe, task.project, first)
 
     try:
-        result, fixed = fix_file(task.display, task.path, task.data, result, fixer)
+        data = task.read()
+        if not task.fresh(data):
+            return result.with_notice(Notice(task.display, "changed while it was linted; not fixed"))
+        result, fixed = fix_file(task.display, task.path, data, result, fixer)
+    except OSError as exc:
+        return result.with_notice(Notice(task.display, f"cannot read file to fix it: {exc.strerror or exc}"))
     except Exception as exc:  # noqa: BLE001 - a bug in one fix must not end the run
         return result.with_notice(Notice.internal_error(task.display, exc, " while fixing"))
     if fixed is not None:
@@ -145,9 +178,9 @@ def _cached_run(tasks: list[_Task], jobs: int, cache: Cache | None) -> list[File
     """The results of `tasks`, from the cache where it has them."""
     results: list[FileResult | None] = [cache.get(t.key) if cache and t.key else None for t in tasks]
     todo = [i for i, r in enumerate(results) if r is None or (tasks[i].project.summarize and r.summary is None)]
-    for index, result in zip(todo, _run([tasks[i] for i in todo], jobs)):
+    for index, (result, fresh) in zip(todo, _run([tasks[i] for i in todo], jobs)):
         results[index] = result
-        if cache is not None and tasks[index].key is not None:
+        if cache is not None and tasks[index].key is not None and fresh:
             cache.put(tasks[index].key, result)
     return [r for r in results if r is not None]
 
@@ -183,7 +216,8 @@ def _lint_project(
         dataclasses.replace(
             task,
             project=dataclasses.replace(task.project, imported=imported, importer=importer),
-            key=entry_key(task.data, task.display, task.settings, f"summary:{imported}:{importer}") if cache else None,
+            imports=(),  # read: no need to hold them through the run
+            key=entry_key(task.digest, task.display, task.settings, f"summary:{imported}:{importer}") if cache else None,
         )
         for task, (imported, importer) in zip(tasks, roles)
     ]
@@ -229,7 +263,7 @@ def _lint_project(
 def _attribute_uses_reader(tasks: list[_Task]) -> Callable[[ModuleEntry], tuple[str, ...]]:
     """`ModuleSummary.uses` of a linted file, read from its text once, when
     the index needs it (a module imports a linted module with facts)."""
-    data = {task.display: task.data for task in tasks}
+    by_display = {task.display: task for task in tasks}
     read: dict[str, tuple[str, ...]] = {}  # a file's imports are the same in every round
 
     def uses_of(entry: ModuleEntry) -> tuple[str, ...]:
@@ -237,9 +271,9 @@ def _attribute_uses_reader(tasks: list[_Task]) -> Callable[[ModuleEntry], tuple[
             from ddplint.engine.source import SourceError, decode_source  # here: importing the engine imports LibCST
 
             try:
-                read[entry.display] = attribute_uses(decode_source(data[entry.display]), entry.summary.aliases)
-            except SourceError:
-                read[entry.display] = ()
+                read[entry.display] = attribute_uses(decode_source(by_display[entry.display].read()), entry.summary.aliases)
+            except (OSError, SourceError):
+                read[entry.display] = ()  # gone or undecodable now: its lint says so
         return read[entry.display]
 
     return uses_of
@@ -247,7 +281,7 @@ def _attribute_uses_reader(tasks: list[_Task]) -> Callable[[ModuleEntry], tuple[
 
 def _run_key(tasks: list[_Task], roots: set[Path]) -> str:
     prefilter = ",".join(sorted({str(t.prefilter) for t in tasks}))
-    return run_key(((t.data, t.display, t.settings) for t in tasks), f"{prefilter}|{sorted(map(str, roots))}")
+    return run_key(((t.digest, t.display, t.settings) for t in tasks), f"{prefilter}|{sorted(map(str, roots))}")
 
 
 def _remembered(cache: Cache, run: str, count: int) -> list[FileResult] | None:
@@ -272,7 +306,7 @@ def _import_roles(tasks: list[_Task], named: list[tuple[tuple[str, ...], bool]])
     importer: list[bool] = []
     for task, (names, is_package) in zip(tasks, named):
         entry = ModuleEntry(task.display, names, is_package, ModuleSummary())
-        found = {n for raw in imported_names(task.data) if (n := ProjectIndex.absolute(raw, entry))}
+        found = {n for raw in task.imports if (n := ProjectIndex.absolute(raw, entry))}
         wanted |= found
         importer.append(not found.isdisjoint(known))
     return [(any(name in wanted for name in names), imports) for (names, _), imports in zip(named, importer)]
@@ -283,14 +317,7 @@ def project_index(root: Path, resolver: ConfigResolver, cache: Cache | None, job
     single-file modes: stdin and the editor), from the cache where it can."""
     shown = Path(os.path.relpath(root, resolver.cwd)) if root.is_absolute() else root  # paths as `ddplint .` shows them
     found = discover([shown], resolver)
-    tasks = []
-    for source in found.files:
-        try:
-            data = source.path.read_bytes()
-        except OSError:
-            continue
-        settings = resolver.settings_for(source.path)
-        tasks.append(_Task(source.display, data, settings, None, project=ProjectRole(summarize=True), path=source.path))
+    tasks = [t for source in found.files if isinstance(t := _found_task(source, resolver, True, ProjectRole(summarize=True)), _Task)]
     index = _lint_project(tasks, [root], resolver, jobs, cache)[1]
     assert index is not None  # only a remembered run has none
     return index
@@ -312,14 +339,15 @@ def single_file_facts(index: ProjectIndex | None, path: Path, text: str, roots: 
     return index.file_facts(ModuleEntry(str(path), names, is_package, summary))
 
 
-def _run(tasks: list[_Task], jobs: int) -> list[FileResult]:
-    """The results of `tasks`, in order; in a pool when it pays."""
+def _run(tasks: list[_Task], jobs: int) -> list[tuple[FileResult, bool]]:
+    """The results of `tasks`, in order, each with whether it is of the bytes
+    the file was found with; in a pool when it pays."""
     if jobs <= 1 or len(tasks) < MIN_FILES_FOR_POOL:
         return [_lint_task(task) for task in tasks]
     import ddplint.engine  # noqa: F401 - imported once here, the forked workers inherit it
 
-    results: list[FileResult | None] = [None] * len(tasks)
-    order = sorted(range(len(tasks)), key=lambda i: -len(tasks[i].data))  # large files first
+    results: list[tuple[FileResult, bool] | None] = [None] * len(tasks)
+    order = sorted(range(len(tasks)), key=lambda i: -tasks[i].size)  # large files first
     context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
     workers = min(jobs, len(tasks))  # with the parent's collector thresholds (spawned workers do not inherit them)
     with ProcessPoolExecutor(workers, mp_context=context, initializer=gc.set_threshold, initargs=gc.get_threshold()) as pool:
@@ -329,17 +357,23 @@ def _run(tasks: list[_Task], jobs: int) -> list[FileResult]:
             try:
                 results[index] = future.result()
             except Exception as exc:  # noqa: BLE001 - a dead worker must not end the run
-                results[index] = FileResult(notices=(Notice.internal_error(tasks[index].display, exc),))
+                results[index] = (FileResult(notices=(Notice.internal_error(tasks[index].display, exc),)), False)
     return [r for r in results if r is not None]
 
 
-def _lint_task(task: _Task) -> FileResult:
+def _lint_task(task: _Task) -> tuple[FileResult, bool]:
+    """The file's result, and whether it is of the bytes the file was found
+    with (a file changed since is linted as it is now, and not cached)."""
     from ddplint.engine import check_bytes  # here: a warm cache never imports LibCST
 
     try:
-        return check_bytes(task.display, task.data, task.settings, task.prefilter, task.project)
+        data = task.read()
+    except OSError as exc:
+        return FileResult(notices=(Notice(task.display, f"cannot read file: {exc.strerror or exc}"),)), False
+    try:
+        return check_bytes(task.display, data, task.settings, task.prefilter, task.project), task.fresh(data)
     except Exception as exc:  # noqa: BLE001 - one file's crash must not end the run
-        return FileResult(notices=(Notice.internal_error(task.display, exc),))
+        return FileResult(notices=(Notice.internal_error(task.display, exc),)), False
 
 
 def lint_stdin(
@@ -359,8 +393,8 @@ def lint_stdin(
         try:
             text = data.decode("utf-8", errors="replace")
             facts = single_file_facts(index, path, text, [root] if root else [])
-            task = _Task(filename, data, resolver.settings_for(path), None, project=ProjectRole(facts=facts))
-            result = _lint_task(task)
+            task = _Task(filename, resolver.settings_for(path), None, b"", len(data), project=ProjectRole(facts=facts), data=data)
+            result = _lint_task(task)[0]
             report.add(_fixed(task, result, fix, report) if fix else result)
         except Exception as exc:  # noqa: BLE001
             report.notices.append(Notice.internal_error(filename, exc))

@@ -9,6 +9,10 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, REPO, run_script, write
+from ddplint import runner
+from ddplint.cache import Cache
+from ddplint.config.resolver import ConfigResolver
+from ddplint.fixing import FixMode
 
 
 def cache_format() -> int:
@@ -95,3 +99,60 @@ def test_concurrent_runs_share_the_cache_safely(tmp_path) -> None:
 def test_jobs_must_be_positive(ddplint, tmp_path: Path) -> None:
     run = ddplint(".", "-j", "0", cwd=tmp_path)
     assert run.status == 2 and "--jobs" in run.stderr
+
+
+SHUFFLED = """\
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def loader(dataset):
+    return DataLoader(dataset, batch_size=8, shuffle=True, sampler=DistributedSampler(dataset))
+"""
+PLAIN = "def loader(dataset):\n    return dataset\n"
+
+
+def _saved_during_the_run(monkeypatch, path: Path, text: str) -> None:
+    """Write `text` to `path` right after ddplint has found and read it (an
+    editor saving while a pre-commit run goes on)."""
+    found = runner._found_task
+
+    def found_then_saved(source, *args):
+        task = found(source, *args)
+        if source.path.resolve() == path.resolve():
+            path.write_text(text, encoding="utf-8")
+        return task
+
+    monkeypatch.setattr(runner, "_found_task", found_then_saved)
+
+
+@pytest.mark.parametrize("project", [True, False], ids=["project", "module-local"])
+def test_a_file_saved_during_the_run_is_linted_as_saved_and_not_cached(tmp_path, monkeypatch, project) -> None:
+    path = write(tmp_path, {"train.py": PLAIN}) / "train.py"
+    cache = Cache(tmp_path / ".cache")
+
+    def lint() -> list[str]:
+        report = runner.lint_paths([tmp_path], ConfigResolver(cwd=tmp_path), cache=cache, project=project)
+        return [f.rule for f in report.findings]
+
+    _saved_during_the_run(monkeypatch, path, SHUFFLED)
+    assert lint() == ["DDP014"]  # what the file holds now
+    monkeypatch.undo()
+    path.write_text(PLAIN, encoding="utf-8")
+    assert lint() == []  # the bytes it was found with never got that result from the cache
+
+
+def test_a_file_saved_during_the_run_is_not_fixed(tmp_path, monkeypatch) -> None:
+    path = write(tmp_path, {"train.py": PLAIN}) / "train.py"
+    _saved_during_the_run(monkeypatch, path, SHUFFLED)
+    report = runner.lint_paths([tmp_path], ConfigResolver(cwd=tmp_path), fix=FixMode())
+    assert not report.fixed and path.read_text(encoding="utf-8") == SHUFFLED
+    assert [n.message for n in report.notices] == ["changed while it was linted; not fixed"]
+
+
+def test_a_file_removed_during_the_run_is_reported(tmp_path, monkeypatch) -> None:
+    path = write(tmp_path, {"train.py": SHUFFLED, "other.py": SHUFFLED}) / "train.py"
+    found = runner._found_task
+    monkeypatch.setattr(runner, "_found_task", lambda source, *a: (t := found(source, *a), path.unlink(missing_ok=True))[0])
+    report = runner.lint_paths([tmp_path], ConfigResolver(cwd=tmp_path), jobs=1)
+    assert [(Path(f.path).name, f.rule) for f in report.findings] == [("other.py", "DDP014")]
+    assert [n.message.split(":")[0] for n in report.notices] == ["cannot read file"]
