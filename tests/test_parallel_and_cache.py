@@ -152,7 +152,13 @@ def test_a_file_saved_during_the_run_is_not_fixed(tmp_path, monkeypatch) -> None
 def test_a_file_removed_during_the_run_is_reported(tmp_path, monkeypatch) -> None:
     path = write(tmp_path, {"train.py": SHUFFLED, "other.py": SHUFFLED}) / "train.py"
     found = runner._found_task
-    monkeypatch.setattr(runner, "_found_task", lambda source, *a: (t := found(source, *a), path.unlink(missing_ok=True))[0])
+
+    def found_then_removed(source, *args):
+        task = found(source, *args)
+        path.unlink(missing_ok=True)
+        return task
+
+    monkeypatch.setattr(runner, "_found_task", found_then_removed)
     report = runner.lint_paths([tmp_path], ConfigResolver(cwd=tmp_path), jobs=1)
     assert [(Path(f.path).name, f.rule) for f in report.findings] == [("other.py", "DDP014")]
     assert [n.message.split(":")[0] for n in report.notices] == ["cannot read file"]
