@@ -268,7 +268,7 @@ def _attribute_uses_reader(tasks: list[_Task]) -> Callable[[ModuleEntry], tuple[
 
     def uses_of(entry: ModuleEntry) -> tuple[str, ...]:
         if entry.display not in read:
-            from ddplint.engine.source import SourceError, decode_source  # here: importing the engine imports LibCST
+            from ddplint.engine.source import SourceError, decode_source  # here: a warm run imports no engine module
 
             try:
                 read[entry.display] = attribute_uses(decode_source(by_display[entry.display].read()), entry.summary.aliases)
@@ -327,7 +327,7 @@ def single_file_facts(index: ProjectIndex | None, path: Path, text: str, roots: 
     """The facts of the helpers that `text` (the file at `path`, maybe unsaved) imports."""
     if index is None:
         return NO_FACTS
-    from ddplint.engine.source import SourceProblem, python_ast  # here: importing the engine imports LibCST
+    from ddplint.engine.source import SourceProblem, python_ast  # here: only the single-file modes need it
 
     tree = python_ast(text, str(path))
     if isinstance(tree, SourceProblem):
@@ -344,7 +344,7 @@ def _run(tasks: list[_Task], jobs: int) -> list[tuple[FileResult, bool]]:
     the file was found with; in a pool when it pays."""
     if jobs <= 1 or len(tasks) < MIN_FILES_FOR_POOL:
         return [_lint_task(task) for task in tasks]
-    import ddplint.engine  # noqa: F401 - imported once here, the forked workers inherit it
+    import ddplint.engine.lint  # noqa: F401 - LibCST imported once here, the forked workers inherit it
 
     results: list[tuple[FileResult, bool] | None] = [None] * len(tasks)
     order = sorted(range(len(tasks)), key=lambda i: -tasks[i].size)  # large files first
@@ -364,7 +364,7 @@ def _run(tasks: list[_Task], jobs: int) -> list[tuple[FileResult, bool]]:
 def _lint_task(task: _Task) -> tuple[FileResult, bool]:
     """The file's result, and whether it is of the bytes the file was found
     with (a file changed since is linted as it is now, and not cached)."""
-    from ddplint.engine import check_bytes  # here: a warm cache never imports LibCST
+    from ddplint.engine import check_bytes  # here: a warm run imports no engine module
 
     try:
         data = task.read()

@@ -264,3 +264,20 @@ def test_light_commands_do_not_import_libcst(args) -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("extra", [[], ["--no-project"]])
+def test_files_no_rule_applies_to_do_not_import_libcst(tmp_path, extra) -> None:
+    """The prefilter's verdict and DDP000 come from CPython alone: a pre-commit
+    run over files with nothing distributed in them never pays for LibCST."""
+    (tmp_path / "util.py").write_text("import os\n\n\ndef home():\n    return os.environ['HOME']\n")
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    code = (
+        "import sys; from ddplint.cli import main; status = main(sys.argv[1:]); "
+        "assert 'libcst' not in sys.modules, 'libcst was imported'; print(status)"
+    )
+    args = ["check", "--no-cache", "-q", *extra, "util.py", "broken.py"]
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "broken.py:1:" in proc.stdout and "DDP000" in proc.stdout
+    assert proc.stdout.strip().endswith("1")  # the syntax error is a finding

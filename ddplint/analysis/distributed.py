@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import re
 
-import libcst as cst
-
 from ddplint.analysis.names import dotted_name
 from ddplint.analysis.probe import Probe
 from ddplint.analysis.scope import ScopeTracker, import_bindings, import_from_module
+from ddplint.lazy import cst
 
 DISTRIBUTED_PREFIXES = (
     "torch.distributed",

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import builtins
 import enum
+import functools
 from dataclasses import dataclass
-from typing import Iterable
-
-import libcst as cst
+from typing import Callable, Iterable
 
 from ddplint.analysis.names import dotted_name
+from ddplint.lazy import cst
 
 #: Stands for "bound to something ddplint cannot name" in a qualified-name set.
 UNKNOWN = None
@@ -411,10 +411,11 @@ def _module_final_bindings(module: cst.Module) -> dict[str, Binding]:
 def _prepass_block(tracker: ScopeTracker, body: Iterable[cst.CSTNode], conditional: bool) -> None:
     scope = tracker.module_scope
     scope.conditional += conditional
+    hooks = _prepass_hooks()
     for stmt in body:
         smalls = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else (stmt,)
         for small in smalls:
-            hook = _PREPASS_SMALL.get(type(small))
+            hook = hooks.get(type(small))
             if hook is not None:
                 hook(tracker, small)
         if isinstance(stmt, cst.FunctionDef):
@@ -442,9 +443,11 @@ def _sub_blocks(stmt: cst.BaseCompoundStatement) -> Iterable[Iterable[cst.CSTNod
         orelse = orelse.orelse if isinstance(orelse, cst.If) else None
 
 
-_PREPASS_SMALL = {
-    cst.Import: ScopeTracker.leave_Import,
-    cst.ImportFrom: ScopeTracker.leave_ImportFrom,
-    cst.Assign: ScopeTracker.leave_Assign,
-    cst.AnnAssign: ScopeTracker.leave_AnnAssign,
-}
+@functools.cache  # built on first use: naming LibCST's classes imports LibCST
+def _prepass_hooks() -> dict[type, Callable[[ScopeTracker, cst.CSTNode], None]]:
+    return {
+        cst.Import: ScopeTracker.leave_Import,
+        cst.ImportFrom: ScopeTracker.leave_ImportFrom,
+        cst.Assign: ScopeTracker.leave_Assign,
+        cst.AnnAssign: ScopeTracker.leave_AnnAssign,
+    }
