@@ -227,7 +227,8 @@ def _lint_project(
         for task, (names, is_package), result in zip(tasks, named, results)
     ]
     used = [NO_FACTS] * len(tasks)
-    uses_of = _attribute_uses_reader(tasks)
+    text_of = _text_reader(tasks)
+    uses_of = _attribute_uses_reader(text_of)
     index = ProjectIndex(entries, uses_of)
     tasks = list(tasks)
     for _ in range(MAX_PROJECT_ROUNDS):
@@ -236,7 +237,9 @@ def _lint_project(
             facts = index.file_facts(entry)
             if facts == used[i]:
                 continue
-            if entry.summary.needs(facts.facts) or used[i]:
+            # A file linted with facts may have consulted any of them; one linted
+            # without, only those its summary names (or, unknown, its text uses).
+            if tasks[i].project.facts or entry.summary.needs(facts.facts, functools.partial(text_of, entry.display)):
                 changed[i] = facts
             else:
                 used[i] = facts  # facts about names its lint never asked about change nothing
@@ -260,20 +263,31 @@ def _lint_project(
     return results, index, tasks
 
 
-def _attribute_uses_reader(tasks: list[_Task]) -> Callable[[ModuleEntry], tuple[str, ...]]:
+def _text_reader(tasks: list[_Task]) -> Callable[[str], str | None]:
+    """The text of a linted file by its display name, read again from disk
+    (None when it is gone or undecodable now: its lint says so)."""
+    by_display = {task.display: task for task in tasks}
+
+    def text_of(display: str) -> str | None:
+        from ddplint.engine.source import SourceError, decode_source  # here: a warm run imports no engine module
+
+        try:
+            return decode_source(by_display[display].read())
+        except (OSError, SourceError):
+            return None
+
+    return text_of
+
+
+def _attribute_uses_reader(text_of: Callable[[str], str | None]) -> Callable[[ModuleEntry], tuple[str, ...]]:
     """`ModuleSummary.uses` of a linted file, read from its text once, when
     the index needs it (a module imports a linted module with facts)."""
-    by_display = {task.display: task for task in tasks}
     read: dict[str, tuple[str, ...]] = {}  # a file's imports are the same in every round
 
     def uses_of(entry: ModuleEntry) -> tuple[str, ...]:
         if entry.display not in read:
-            from ddplint.engine.source import SourceError, decode_source  # here: a warm run imports no engine module
-
-            try:
-                read[entry.display] = attribute_uses(decode_source(by_display[entry.display].read()), entry.summary.aliases)
-            except (OSError, SourceError):
-                read[entry.display] = ()  # gone or undecodable now: its lint says so
+            text = text_of(entry.display)
+            read[entry.display] = () if text is None else attribute_uses(text, entry.summary.aliases)
         return read[entry.display]
 
     return uses_of

@@ -111,6 +111,22 @@ def test_editing_a_helper_relints_its_importers_only(tmp_path, monkeypatch) -> N
     assert sorted({str(Path(d).relative_to(root)) for d in linted}) == ["main.py", "util/misc.py"]
 
 
+def test_facts_about_names_a_module_never_uses_do_not_relint_it(tmp_path, monkeypatch) -> None:
+    """A package ``__init__`` that star-imports a collective helper passes the
+    fact on to `train.py` (through the index) without being linted again."""
+    root = write(tmp_path / "proj", {
+        "pkg/dist.py": "import torch.distributed as dist\n\n\ndef sync():\n    dist.barrier()\n",
+        "pkg/__init__.py": "from .dist import *\n\n__version__ = '1.0'\n",
+        "train.py": "import torch.distributed as dist\nfrom pkg import sync\n\nif dist.get_rank() == 0:\n    sync()\n",
+    })  # fmt: skip
+    linted: list[str] = []
+    real = runner._lint_task
+    monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+    assert ("train.py", 5, "DDP001") in findings(root)
+    counts = Counter(str(Path(d).relative_to(root)) for d in linted)
+    assert counts == {"pkg/dist.py": 1, "pkg/__init__.py": 1, "train.py": 2}
+
+
 def test_config_src_roots(tmp_path) -> None:
     root = write(
         tmp_path,

@@ -13,7 +13,7 @@ import ast
 import re
 import sys
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 if TYPE_CHECKING:
     from ddplint.project.facts import Fact
@@ -82,15 +82,33 @@ class ModuleSummary:
             other.symbols, other.aliases, other.stars, other.exports
         )
 
-    def needs(self, facts: Mapping[str, Fact]) -> bool:
-        """Whether `facts` (about the names this module imports) could change its findings."""
+    def needs(self, facts: Mapping[str, Fact], text: Callable[[], str | None] | None = None) -> bool:
+        """Whether `facts` (about the names this module imports) could change
+        its findings. When its lint did not record what it consulted, facts
+        about names its `text` (read on demand) never uses change nothing."""
         if self.consulted is None:
-            return True
+            source = text() if text is not None else None
+            return source is None or any(self._may_use(source, name) for name in facts)
         return any(
             (fact.rank and name in self.consulted)
             or ((fact.collective or fact.silences_print or fact.dataset) and name in self.called)
             for name, fact in facts.items()
         )
+
+    def _may_use(self, text: str, key: str) -> bool:
+        """Whether `text` may use the imported name that facts key as `key`
+        beyond importing it: a name a ``from`` import binds must occur again
+        (comments and strings count, to err on the side of re-linting); the
+        index gives facts about a module's attributes (``utils.is_primary``)
+        and star-imported names only where the text reads them."""
+        bound = [name for name, imported in self.aliases.items() if imported == key]
+        if bound:
+            return any(len(re.findall(rf"\b{re.escape(name)}\b", text)) > 1 for name in bound)
+        for star in self.stars:
+            symbol = key[len(star) + 1 :] if key.startswith(star + ".") else ""
+            if symbol.isidentifier():  # `from .dist import *` binds it unseen
+                return re.search(rf"\b{re.escape(symbol)}\b", text) is not None
+        return True
 
     def to_json(self) -> dict[str, Any]:
         return {
