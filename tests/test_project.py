@@ -127,6 +127,30 @@ def test_facts_about_names_a_module_never_uses_do_not_relint_it(tmp_path, monkey
     assert counts == {"pkg/dist.py": 1, "pkg/__init__.py": 1, "train.py": 2}
 
 
+def test_a_collective_helper_relints_only_the_modules_that_call_it_under_a_rank_guard(tmp_path, monkeypatch) -> None:
+    """Called on every rank, a collective helper hangs nobody; called under a
+    rank test, directly or through a function of the caller, it does. (Both
+    callers perform collectives of their own, so DDP001 runs on them at once.)"""
+    root = write(tmp_path / "proj", {
+        "comm.py": "import torch.distributed as dist\n\n\ndef sync():\n    dist.barrier()\n",
+        "everyone.py": (
+            "import torch.distributed as dist\nfrom comm import sync\n\n\ndef step(rank):\n    if rank == 0:\n"
+            "        print('step')\n    sync()\n\n\nstep(dist.get_rank())\nsync()\ndist.barrier()\n"
+        ),
+        "chain.py": (
+            "import torch.distributed as dist\nfrom comm import sync\n\n\ndef finish():\n    sync()\n\n\n"
+            "if dist.get_rank() == 0:\n    finish()\ndist.barrier()\n"
+        ),
+    })  # fmt: skip
+    linted: list[str] = []
+    real = runner._lint_task
+    monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+    found = findings(root)
+    assert [(path, line) for path, line, code in found if code == "DDP001"] == [("chain.py", 10)]
+    counts = Counter(str(Path(d).relative_to(root)) for d in linted)
+    assert counts == {"comm.py": 1, "everyone.py": 1, "chain.py": 2}
+
+
 def test_config_src_roots(tmp_path) -> None:
     root = write(
         tmp_path,

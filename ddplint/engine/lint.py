@@ -114,8 +114,8 @@ def _lint_module(
         if symbols:
             summary = summary.with_symbols(collector.symbols(lines or {}))
         if summary.consulted is not None:
-            consulted, called = collector.consulted()
-            summary = dataclasses.replace(summary, consulted=consulted, called=called)
+            consulted, called, collective = collector.consulted()
+            summary = dataclasses.replace(summary, consulted=consulted, called=called, collective_called=collective)
     return FileResult(findings, tuple(notices), parsed=True, summary=summary)
 
 

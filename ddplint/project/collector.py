@@ -10,8 +10,9 @@ it calls, and whether it replaces ``builtins.print`` (DETR's
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from ddplint.analysis.classes import imported_bases
 from ddplint.analysis.collectives import collective_name, in_lazy_initialization
@@ -20,9 +21,16 @@ from ddplint.lazy import cst
 from ddplint.project.summary import EXTERNAL_ROOTS, Symbol
 
 if TYPE_CHECKING:
+    from ddplint.analysis.rank import RankAnalysis
     from ddplint.engine.context import FileContext
 
 _PRINT = "builtins.print"
+
+
+def any_rank_guard(rank: RankAnalysis, guards: tuple) -> bool:
+    """Whether one of `guards` is rank-dependent (any kind: DDP001 also flags
+    collectives in rank-staggered blocks)."""
+    return any(rank.is_rank_dependent(guard.deps) for guard in guards)
 
 
 def _external(qualname: str) -> bool:
@@ -54,6 +62,9 @@ class SummaryCollector:
         self.module_functions: set[cst.FunctionDef] = set()
         #: Every imported name the module calls.
         self.called: set[str] = set()
+        #: Calls of imported names that a linted module may define, with their
+        #: guards and function: where a collective helper would change DDP001.
+        self.helper_calls: list[tuple[tuple[str, ...], tuple, tuple, cst.FunctionDef | None]] = []
 
     def _top_level(self) -> bool:
         """Whether the node being visited is outside every function and class."""
@@ -84,7 +95,11 @@ class SummaryCollector:
         func = node.func
         called = ctx.scopes.imported_qualnames(func)
         if called:
-            self.called |= called  # a helper's collective or print silencing matters where it is called
+            self.called |= called  # a helper's print silencing or dataset matters wherever it is called
+            linted = tuple(q for q in called if not _external(q))
+            if linted and ctx.runs("rank"):  # without the rank analysis no rule judges collectives
+                inner, outer = ctx.rank.guards()
+                self.helper_calls.append((linted, inner, outer, ctx.enclosing_function()))
         if not self.symbols_wanted:
             return
         function = ctx.enclosing_function()
@@ -124,12 +139,48 @@ class SummaryCollector:
 
     # ------------------------------------------------------------ after the walk
 
-    def consulted(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The imported names whose rank dependence the lint asked about, and
-        those it calls or derives classes from (see `ModuleSummary.consulted`)."""
+    def consulted(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+        """The imported names whose rank dependence the lint asked about, those
+        it calls or derives classes from, and those of its calls that a
+        collective would make a DDP001 finding (see `ModuleSummary.consulted`)."""
         consulted = self.ctx.rank.consulted if self.ctx.runs("rank") else ()  # no rank analysis: nothing asked
         rank = tuple(sorted(q for q in consulted if not _external(q)))
-        return rank, tuple(sorted(q for q in self.called if not _external(q)))
+        return rank, tuple(sorted(q for q in self.called if not _external(q))), self._collective_relevant()
+
+    def _collective_relevant(self) -> tuple[str, ...]:
+        """Imported names called under a rank guard, or in a function that a
+        call under a rank guard reaches: only there does a collective inside
+        them hang some ranks (elsewhere every rank makes the call, and the
+        module's own summary passes the collective on to its importers)."""
+        if not self.helper_calls:
+            return ()
+        rank = self.ctx.rank
+        guarded = functools.partial(any_rank_guard, rank)
+        reached = self._reached_under_rank_guards(guarded)
+        names = {
+            q for linted, inner, outer, function in self.helper_calls
+            if function in reached or guarded(inner) or guarded(outer) for q in linted
+        }  # fmt: skip
+        return tuple(sorted(names))
+
+    def _reached_under_rank_guards(self, guarded: Callable[[tuple], bool]) -> set[cst.FunctionDef]:
+        """Module functions that a call (or reference) under a rank guard
+        reaches, directly or through the functions it calls."""
+        rank = self.ctx.rank
+        inside: dict[cst.FunctionDef | None, list] = defaultdict(list)
+        todo: list[cst.FunctionDef] = []
+        for reference in rank.references:
+            inside[reference.function].append(reference)
+            if guarded(reference.guards):
+                todo.extend(rank.targets_of(reference))
+        reached: set[cst.FunctionDef] = set()
+        while todo:
+            function = todo.pop()
+            if function not in reached:
+                reached.add(function)
+                for reference in inside.get(function, ()):
+                    todo.extend(rank.targets_of(reference))
+        return reached
 
     def symbols(self, lines: Mapping[str, int]) -> dict[str, Symbol]:
         """The module's top-level symbols with their facts.

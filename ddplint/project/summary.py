@@ -71,6 +71,8 @@ class ModuleSummary:
     #: names cannot change its findings. None when unknown (any facts could).
     consulted: tuple[str, ...] | None = None
     called: tuple[str, ...] = ()
+    #: The called names whose being a collective helper would change a finding.
+    collective_called: tuple[str, ...] = ()
 
     def with_symbols(self, symbols: Mapping[str, Symbol]) -> ModuleSummary:
         return replace(self, symbols={k: v for k, v in symbols.items() if not v.empty})
@@ -91,7 +93,8 @@ class ModuleSummary:
             return source is None or any(self._may_use(source, name) for name in facts)
         return any(
             (fact.rank and name in self.consulted)
-            or ((fact.collective or fact.silences_print or fact.dataset) and name in self.called)
+            or (bool(fact.collective) and name in self.collective_called)
+            or ((fact.silences_print or fact.dataset) and name in self.called)
             for name, fact in facts.items()
         )
 
@@ -119,6 +122,7 @@ class ModuleSummary:
             "uses": None if self.uses is None else list(self.uses),
             "consulted": None if self.consulted is None else list(self.consulted),
             "called": list(self.called),
+            "collective_called": list(self.collective_called),
         }
 
     @classmethod
@@ -128,7 +132,7 @@ class ModuleSummary:
         aliases, stars, consulted, uses = dict(data["aliases"]), tuple(data["stars"]), data["consulted"], data["uses"]
         return cls(
             symbols, aliases, stars, None if exports is None else tuple(exports), None if uses is None else tuple(uses),
-            None if consulted is None else tuple(consulted), tuple(data["called"]),
+            None if consulted is None else tuple(consulted), tuple(data["called"]), tuple(data["collective_called"]),
         )  # fmt: skip
 
 
