@@ -68,7 +68,8 @@ class ModuleSummary:
     uses: tuple[str, ...] | None = ()
     #: The imported names whose rank dependence the module's lint asked
     #: about, and those it calls or derives classes from: facts about other
-    #: names cannot change its findings. None when unknown (any facts could).
+    #: names cannot change its findings. None when unknown (facts about any
+    #: name its text uses could).
     consulted: tuple[str, ...] | None = None
     called: tuple[str, ...] = ()
     #: The called names whose being a collective helper would change a finding.
