@@ -86,7 +86,9 @@ def check_source(
         # find nothing, as the prefilter guarantees); the walk then cannot tell
         # which imported names they would consult, so any fact re-lints the file.
         unrun = bool(set(with_facts) - set(rules))
-        if (rules or not with_facts) and not (project.imported and not walk_for_summary) and not unrun:
+        # What the lint consults matters only where facts can come (a module importing linted ones).
+        known = (rules or not with_facts) and not (project.imported and not walk_for_summary) and not unrun
+        if known and project.importer:
             imports = dataclasses.replace(imports, consulted=())  # filled in by the walk
     if not rules and not walk_for_summary:
         return FileResult(summary=imports)

@@ -86,13 +86,15 @@ def _lint_module(
     module's own functions and classes."""
     walker_stack: list[cst.CSTNode] = []
     requires = {name for rule in rules for name in rule.requires}
-    summarize = summary is not None
-    if summarize and symbols:  # the facts of its functions; the rules' own questions need no more
+    consulted = summary is not None and summary.consulted is not None
+    symbols = summary is not None and symbols
+    summarize = consulted or symbols  # else the summary is complete: its imports
+    if symbols:  # the facts of its functions; the rules' own questions need no more
         requires.add("rank")
     ctx = FileContext(path, text, module, settings, walker_stack, requires, facts, summarize)
     instances = [rule(ctx) for rule in rules]
     notices: list[Notice] = []
-    collector = SummaryCollector(ctx, symbols) if summarize else None
+    collector = SummaryCollector(ctx, symbols, consulted) if summarize else None
     analyses = ctx.analyses if collector is None else (*ctx.analyses, collector)
 
     def on_rule_error(rule: Rule, exc: BaseException) -> None:
@@ -113,9 +115,9 @@ def _lint_module(
     if collector is not None and summary is not None:
         if symbols:
             summary = summary.with_symbols(collector.symbols(lines or {}))
-        if summary.consulted is not None:
-            consulted, called, collective = collector.consulted()
-            summary = dataclasses.replace(summary, consulted=consulted, called=called, collective_called=collective)
+        if consulted:
+            asked, called, collective = collector.consulted()
+            summary = dataclasses.replace(summary, consulted=asked, called=called, collective_called=collective)
     return FileResult(findings, tuple(notices), parsed=True, summary=summary)
 
 

@@ -42,12 +42,14 @@ class SummaryCollector:
     """Walker analysis: what the module summary needs, per top-level name.
 
     Without `symbols` (a module no linted file imports, or one whose text
-    holds no facts) it only records the imported names the module calls.
+    holds no facts) it only records the imported names the module calls;
+    without `consulted` (no facts can reach the module), not those.
     """
 
-    def __init__(self, ctx: FileContext, symbols: bool = True) -> None:
+    def __init__(self, ctx: FileContext, symbols: bool = True, consulted: bool = True) -> None:
         self.ctx = ctx
         self.symbols_wanted = symbols
+        self.consulted_wanted = consulted
         self.top_functions: dict[str, cst.FunctionDef] = {}
         self.classes: dict[str, Symbol] = {}
         #: Collectives each function performs, with their guards inside it.
@@ -85,7 +87,8 @@ class SummaryCollector:
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         bases = imported_bases(node, self.ctx)
-        self.called |= bases  # a Dataset base class from another module
+        if self.consulted_wanted:
+            self.called |= bases  # a Dataset base class from another module
         if self.symbols_wanted and self._top_level():
             via = tuple(sorted(q for q in bases if not _external(q)))
             self.classes.setdefault(node.name.value, Symbol(dataset=dataset_kind(node, self.ctx), dataset_via=via))
@@ -94,7 +97,7 @@ class SummaryCollector:
         ctx = self.ctx
         func = node.func
         called = ctx.scopes.imported_qualnames(func)
-        if called:
+        if called and self.consulted_wanted:
             self.called |= called  # a helper's print silencing or dataset matters wherever it is called
             linted = tuple(q for q in called if not _external(q))
             if linted and ctx.runs("rank"):  # without the rank analysis no rule judges collectives
