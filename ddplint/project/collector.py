@@ -100,7 +100,9 @@ class SummaryCollector:
         if called and self.consulted_wanted:
             self.called |= called  # a helper's print silencing or dataset matters wherever it is called
             linted = tuple(q for q in called if not _external(q))
-            if linted and ctx.runs("rank"):  # without the rank analysis no rule judges collectives
+            # Without the rank analysis no rule judges collectives; a file linted
+            # with facts is linted again whenever they change, whatever it calls.
+            if linted and ctx.runs("rank") and not ctx.facts:
                 inner, outer = ctx.rank.guards()
                 self.helper_calls.append((linted, inner, outer, ctx.enclosing_function()))
         if not self.symbols_wanted:
