@@ -67,6 +67,14 @@ def test_per_file_ignores_are_relative_to_the_config(tmp_path: Path) -> None:
     assert resolver.settings_for(tmp_path / "tests/t.py").rules == ALL  # outside the config's project
 
 
+def test_per_file_ignores_through_a_symlinked_directory(tmp_path: Path) -> None:
+    write(tmp_path, {"real/proj/pyproject.toml": '[tool.ddplint]\nper-file-ignores = { "tests/**" = ["DDP01"] }\n'})
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    resolver = ConfigResolver(cwd=tmp_path)
+    assert resolver.settings_for(tmp_path / "link/proj/tests/t.py").rules == ALL - DDP01
+    assert resolver.settings_for(tmp_path / "link/proj/src/x.py").rules == ALL
+
+
 def test_values_are_parsed(tmp_path: Path) -> None:
     write(
         tmp_path,

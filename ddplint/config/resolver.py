@@ -47,6 +47,7 @@ class ConfigResolver:
         self._excludes: dict[tuple[int, Path | None], pathspec.PathSpec] = {}
         self._settings: dict[tuple[int, tuple[str, ...]], Settings] = {}
         self._per_file: dict[int, list[tuple[pathspec.PathSpec, tuple[str, ...]]]] = {}
+        self._real_dirs: dict[Path, Path] = {}
         if self.overrides.config_file is not None:
             path = self.overrides.config_file
             if not path.is_file():
@@ -91,7 +92,7 @@ class ConfigResolver:
         absolute = _absolute(path, self.cwd)
         config = self.config_for_dir(absolute if is_dir else absolute.parent)
         spec = self._exclude_spec(config, explicit_root)
-        return spec.match_file(_relative(absolute, config.root) + ("/" if is_dir else ""))
+        return spec.match_file(self._relative(absolute, config.root) + ("/" if is_dir else ""))
 
     def _exclude_spec(self, config: Config, explicit_root: Path | None) -> pathspec.PathSpec:
         key = (id(config), explicit_root)
@@ -100,7 +101,7 @@ class ConfigResolver:
             base = config.exclude if config.exclude is not None else DEFAULT_EXCLUDE
             patterns = [*base, *config.extend_exclude]
             if explicit_root is not None:
-                root = _relative(_absolute(explicit_root, self.cwd), config.root) + "/"
+                root = self._relative(_absolute(explicit_root, self.cwd), config.root) + "/"
                 patterns = [p for p in patterns if not pathspec.GitIgnoreSpec.from_lines([p]).match_file(root)]
             spec = pathspec.GitIgnoreSpec.from_lines(patterns)
             self._excludes[key] = spec
@@ -123,7 +124,7 @@ class ConfigResolver:
         """The effective settings for linting the file at `path`."""
         absolute = _absolute(path, self.cwd)
         config = self.config_for_dir(absolute.parent)
-        relative = _relative(absolute, config.root)
+        relative = self._relative(absolute, config.root)
         ignored = tuple(
             code for spec, codes in self._per_file_specs(config) if spec.match_file(relative) for code in codes
         )
@@ -156,6 +157,24 @@ class ConfigResolver:
             max_file_size=config.max_file_size or DEFAULT_MAX_FILE_SIZE,
         )
 
+    def _relative(self, path: Path, root: Path) -> str:
+        """`path` relative to `root` as patterns match it; through symlinks
+        (each directory resolved once), else just its name."""
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            pass
+        try:
+            return (self._real_dir(path.parent) / path.name).relative_to(self._real_dir(root)).as_posix()
+        except ValueError:
+            return path.name
+
+    def _real_dir(self, directory: Path) -> Path:
+        real = self._real_dirs.get(directory)
+        if real is None:
+            real = self._real_dirs[directory] = directory.resolve()
+        return real
+
     def source_roots(self) -> list[Path]:
         """The configured ``src`` import roots of the configs read so far (absolute)."""
         configs = [*self._by_dir.values(), self.config_for_dir(self.cwd)]
@@ -172,13 +191,3 @@ class ConfigResolver:
 def _absolute(path: Path, cwd: Path) -> Path:
     """`path` made absolute without resolving symlinks (a link keeps its name)."""
     return path if path.is_absolute() else cwd / path
-
-
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        try:
-            return path.resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:
-            return path.name
