@@ -16,7 +16,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from ddplint.cache import Cache, entry_key, run_key
 from ddplint.config.resolver import ConfigResolver
@@ -80,8 +80,6 @@ class _Task:
     project: ProjectRole = ALONE
     path: Path | None = None
     data: bytes | None = None
-    #: The names its import statements import (whole-project runs only).
-    imports: tuple[str, ...] = ()
 
     def with_facts(self, facts: FileFacts, cache: Cache | None) -> _Task:
         key = entry_key(self.digest, self.display, self.settings, "facts:" + facts.digest()) if cache else None
@@ -104,8 +102,7 @@ def _found_task(source: SourceFile, resolver: ConfigResolver, prefilter: bool, r
         return Notice(source.display, f"cannot read file: {exc.strerror or exc}")
     settings = resolver.settings_for(source.path)
     digest = hashlib.sha256(data).digest()
-    imports = tuple(imported_names(data)) if role.summarize else ()
-    return _Task(source.display, settings, None, digest, len(data), prefilter, role, source.path, imports=imports)
+    return _Task(source.display, settings, None, digest, len(data), prefilter, role, source.path)
 
 
 def lint_paths(
@@ -216,7 +213,6 @@ def _lint_project(
         dataclasses.replace(
             task,
             project=dataclasses.replace(task.project, imported=imported, importer=importer),
-            imports=(),  # read: no need to hold them through the run
             key=entry_key(task.digest, task.display, task.settings, f"summary:{imported}:{importer}") if cache else None,
         )
         for task, (imported, importer) in zip(tasks, roles)
@@ -320,10 +316,19 @@ def _import_roles(tasks: list[_Task], named: list[tuple[tuple[str, ...], bool]])
     importer: list[bool] = []
     for task, (names, is_package) in zip(tasks, named):
         entry = ModuleEntry(task.display, names, is_package, ModuleSummary())
-        found = {n for raw in task.imports if (n := ProjectIndex.absolute(raw, entry))}
+        found = {n for raw in _imports(task) if (n := ProjectIndex.absolute(raw, entry))}
         wanted |= found
         importer.append(not found.isdisjoint(known))
     return [(any(name in wanted for name in names), imports) for (names, _), imports in zip(named, importer)]
+
+
+def _imports(task: _Task) -> Iterable[str]:
+    """The names the file's import statements import, read from it again
+    (a run the cache remembers never needs them; gone now: its lint says so)."""
+    try:
+        return imported_names(task.read())
+    except OSError:
+        return ()
 
 
 def project_index(root: Path, resolver: ConfigResolver, cache: Cache | None, jobs: int = 1) -> ProjectIndex:
