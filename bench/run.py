@@ -75,6 +75,50 @@ relint = best(lambda: check_source("trainer.py", text, settings))
 print(parse, relint)
 """
 
+#: Where one process spends a module-by-module lint of a file list: each
+#: stage of the engine timed on its own, in the order the engine runs them.
+STAGES = """
+import json, sys, time
+import libcst
+from ddplint.config import Settings
+from ddplint.engine import _visitor_rules
+from ddplint.engine.lint import _lint_module
+from ddplint.engine.prefilter import TextScan, applicable
+from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast
+from ddplint.runner import tune_gc
+tune_gc()
+settings = Settings.all_rules()
+every = _visitor_rules(settings.rules)
+seconds = dict.fromkeys(("read + decode", "CPython syntax check", "prefilter", "LibCST parse", "walk, rules, findings"), 0.0)
+parsed = 0
+for path in open(sys.argv[1]).read().split("\\0"):
+    t0 = time.perf_counter()
+    try:
+        text = decode_source(open(path, "rb").read())
+    except SourceError:
+        continue
+    t1 = time.perf_counter()
+    tree = python_ast(text, path)
+    t2 = time.perf_counter()
+    rules = () if isinstance(tree, SourceProblem) else applicable(every, TextScan(text), settings.rank_names)
+    t3 = time.perf_counter()
+    seconds["read + decode"] += t1 - t0
+    seconds["CPython syntax check"] += t2 - t1
+    seconds["prefilter"] += t3 - t2
+    if not rules:
+        continue
+    try:
+        module = libcst.parse_module(text)
+    except Exception:
+        continue
+    t4 = time.perf_counter()
+    _lint_module(path, text, module, settings, rules)
+    seconds["LibCST parse"] += t4 - t3
+    seconds["walk, rules, findings"] += time.perf_counter() - t4
+    parsed += 1
+print(json.dumps({"seconds": seconds, "parsed": parsed}))
+"""
+
 
 @dataclass
 class Measure:
@@ -272,6 +316,21 @@ def measure_latency(source: Path, runs: int) -> list[tuple[str, float]]:
     return rows
 
 
+def measure_stages(roots: list[Path], scratch: Path) -> str:
+    """The stage table of a module-by-module lint of `roots` in one process."""
+    files = python_files(roots)
+    out = subprocess.run([sys.executable, "-c", STAGES, str(file_list(files, scratch, "stages"))],
+                         capture_output=True, text=True, env=BENCH_ENV)  # fmt: skip
+    if out.returncode != 0:
+        return f"(stage timing failed: {out.stderr.strip().splitlines()[-1:]})"
+    data = json.loads(out.stdout)
+    total = sum(data["seconds"].values())
+    rows = ["| Stage | Seconds | Share |", "|---|---:|---:|"]
+    rows += [f"| {name} | {s:.2f} | {s / total:.0%} |" for name, s in data["seconds"].items()]
+    return (f"{len(files)} files, {data['parsed']} of them given to LibCST (the rest the prefilter "
+            "settles on CPython's tree alone).\n\n" + "\n".join(rows))
+
+
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:
@@ -368,6 +427,7 @@ def main() -> None:
     subset = [source / name for name in SUBSET if (source / name).exists()]
     subset_measures = measure_set("subset", subset, args.runs, scratch, args.cache)
     add("## Mixed subset (timm + mmengine + accelerate)\n\n" + table(subset_measures, base))
+    add("## Where the time goes (mixed subset, module by module, one process)\n\n" + measure_stages(subset, scratch))
     full_measures: list[Measure] = []
     if args.full:
         everything = sorted(p for p in source.iterdir() if p.is_dir())
