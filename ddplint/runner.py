@@ -26,7 +26,7 @@ from ddplint.fixing import FixMode, fix_file
 from ddplint.model import Notice
 from ddplint.project.facts import ALONE, NO_FACTS, FileFacts, ProjectRole
 from ddplint.project.imports import imported_names
-from ddplint.project.index import ModuleEntry, ProjectIndex, module_names, project_roots, resolve_files
+from ddplint.project.index import ModuleEntry, ModuleNamer, ProjectIndex, module_names, project_roots, resolve_files
 from ddplint.project.summary import ModuleSummary, attribute_uses, imports_summary
 from ddplint.report import Report
 from ddplint.result import FileResult
@@ -207,7 +207,8 @@ def _lint_project(
         if remembered is not None:
             return remembered, None, tasks
     by_path = iter(resolved)
-    named = [module_names(next(by_path), roots) if t.path else ((), False) for t in tasks]
+    namer = ModuleNamer(roots)
+    named = [namer(next(by_path)) if t.path else ((), False) for t in tasks]
     roles = _import_roles(tasks, named)
     tasks = [
         dataclasses.replace(

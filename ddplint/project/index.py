@@ -10,6 +10,7 @@ and ``from pkg.utils import dist`` from the repository root both find it.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable
@@ -35,17 +36,31 @@ class ModuleEntry:
 def module_names(path: Path, roots: Iterable[Path]) -> tuple[tuple[str, ...], bool]:
     """The dotted names `path` is importable as from `roots`, longest first,
     and whether it is a package's ``__init__``."""
-    is_package = path.name in ("__init__.py", "__init__.pyi")
-    roots = roots if isinstance(roots, (set, frozenset)) else set(roots)
-    parts = [path.stem] if not is_package else []
-    names: list[str] = []
-    for ancestor in path.parents:
-        if ancestor in roots and parts and all(part.isidentifier() for part in parts):
-            names.append(".".join(reversed(parts)))
-        if ancestor == ancestor.parent:
-            break
-        parts.append(ancestor.name)
-    return tuple(reversed(names)), is_package
+    return ModuleNamer(roots)(path)
+
+
+class ModuleNamer:
+    """`module_names` for the many files of one run: the roots are kept as
+    strings and each file's directories walked as text (``Path.parents``
+    builds and hashes a path object per level)."""
+
+    def __init__(self, roots: Iterable[Path]) -> None:
+        self._roots = {str(root) for root in roots}
+
+    def __call__(self, path: Path) -> tuple[tuple[str, ...], bool]:
+        is_package = path.name in ("__init__.py", "__init__.pyi")
+        parts = [] if is_package else [path.stem]
+        names: list[str] = []
+        directory = os.path.dirname(str(path))
+        while True:
+            if directory in self._roots and parts and all(part.isidentifier() for part in parts):
+                names.append(".".join(reversed(parts)))
+            parent = os.path.dirname(directory)
+            if parent == directory:
+                break
+            parts.append(os.path.basename(directory))
+            directory = parent
+        return tuple(reversed(names)), is_package
 
 
 def resolve_files(paths: Iterable[Path]) -> list[Path]:
