@@ -2,7 +2,9 @@
 LibCST parse (once) -> one walk with every enabled rule -> findings.
 
 Everything here is a pure function of its arguments (no global state, no
-I/O), so files can be linted in parallel and their results cached.
+I/O), so files can be linted in parallel and their results cached. This
+module runs the steps before LibCST on CPython alone; `ddplint.engine.lint`,
+the LibCST half, is imported only for a file that some rule applies to.
 """
 
 from __future__ import annotations
