@@ -37,7 +37,9 @@ class MissingDistributedSampler(Rule):
     Not flagged: any sampler or batch sampler, even one the linter cannot
     see; an `IterableDataset` of the module (it shards itself); evaluation
     loaders (`val_`, `eval_`, `test_` names without `train`); loaders built
-    under a rank guard; modules that hand their loaders to
+    under a rank guard, or where only a one-process run builds them (the
+    `else` of `if args.distributed:`, `if not dist.is_initialized():`);
+    modules that hand their loaders to
     `accelerator.prepare(...)` and Lightning's `*_dataloader` hooks (both
     insert a `DistributedSampler` themselves); `**kwargs` that cannot be
     resolved.
@@ -131,8 +133,8 @@ class MissingDistributedSampler(Rule):
             return
         rank = self.ctx.rank
         for site, shown in self.candidates:
-            if rank.selects_ranks(site.guards):
-                continue
+            if site.single_process or rank.selects_ranks(site.guards):
+                continue  # a one-process run, or some ranks only: not every rank's loader
             self.report(
                 site.node,
                 f"this training DataLoader over `{shown}` has no sampler, so every rank iterates the whole "

@@ -53,7 +53,12 @@ class UnguardedSave(Rule):
     `if not is_main: return`, in a function decorated `@rank_zero_only`),
     when it is in a function that the module calls only from guarded code
     (`if is_main_process(): save_checkpoint()`), or when its path depends
-    on the rank (`f"ckpt_rank{rank}.pt"`, sharded saves). A function the
+    on the rank (`f"ckpt_rank{rank}.pt"`, sharded saves). Nor is a write
+    that only a one-process run reaches: under `if not dist.is_initialized():`,
+    `if args.local_rank == -1:`, `if world_size == 1:`, in the `else` of
+    `if args.distributed:`, after `if dist.is_initialized(): return`, or
+    under a flag the distributed setup asserts off (`assert not opt.evolve`
+    in `if LOCAL_RANK != -1:`). A function the
     module never calls is not judged (its callers are elsewhere). Collective
     checkpoint APIs (`dcp.save`, `accelerator.save_state`) and
     `accelerator.save`, which writes on the main process only, are not

@@ -48,7 +48,8 @@ class UnguardedLog(Rule):
     `optimizer.step()`).
 
     Not flagged: calls under a rank guard or in functions the module only
-    calls from guarded code (see DDP006); error reporting in `except`
+    calls from guarded code, and output only a one-process run reaches
+    (`if not args.distributed:`; see DDP006); error reporting in `except`
     clauses (each rank that fails should say so); `print` of rank-dependent text
     (`print(f"[rank {rank}] ...")`, deliberately per rank);
     `accelerator.print`, Lightning's `self.log`/`self.print`,

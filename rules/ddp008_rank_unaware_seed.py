@@ -75,7 +75,8 @@ class RankUnawareSeed(Rule):
     Only seeds that are certainly the same everywhere are flagged: literals,
     seed settings (`seed`, `args.seed`, `config["seed"]`), loop counters, and
     arithmetic on those; a seed offset by something else
-    (`base_seed + stage_index`) is taken as deliberate. The missing-seed
+    (`base_seed + stage_index`) is taken as deliberate, and so is a seed
+    that only a one-process run sets (`if args.local_rank == -1:`). The missing-seed
     finding is only made for modules that train (call `.backward()` or
     `optimizer.step()`) and call no seeding helper of their own
     (`init_seeds(seed + RANK)` imported from a utility module). Modules

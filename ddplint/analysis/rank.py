@@ -30,7 +30,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
+from ddplint.analysis.blocks import exits, last_statement
 from ddplint.analysis.names import dotted_name, last_name
+from ddplint.analysis.single_process import SingleProcessCode
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
@@ -174,6 +176,8 @@ class Site:
     guards: tuple[Guard, ...]
     function: cst.FunctionDef | None
     deps: Deps = frozenset()
+    #: Whether only a job of one process runs it (`if not dist.is_initialized():`).
+    single_process: bool = False
 
 
 #: Guard kinds that select ranks (a staggered block runs on every rank).
@@ -208,8 +212,12 @@ class RankAnalysis:
         #: With `ctx.summarize`: every imported name whose rank dependence was
         #: asked for; facts about other names cannot change this module's findings.
         self.consulted: set[str] = set()
+        self.single_process = SingleProcessCode(ctx, lambda node: DIRECT in self.deps(node))
 
     # ------------------------------------------------------------ walker hooks
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self.single_process.note_assert(node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions[node.name.value].append(node)
@@ -468,12 +476,14 @@ class RankAnalysis:
 
     def site(self, node: cst.CSTNode, deps: Deps = frozenset()) -> Site:
         """Record where `node` is, for a decision after the walk."""
-        return Site(node, self.ctx.statement(), self.guards()[0], self.ctx.enclosing_function(), deps)
+        single = self.single_process.here(self.ctx.stack)
+        return Site(node, self.ctx.statement(), self.guards()[0], self.ctx.enclosing_function(), deps, single)
 
     def runs_on_every_rank(self, site: Site) -> bool:
-        """Whether every rank executes the site (after the walk): it is under no
-        rank guard, and its function is reached outside rank guards."""
-        return not self.selects_ranks(site.guards) and self.reached_unguarded(site.function)
+        """Whether every rank executes the site (after the walk): a distributed
+        job runs it, it is under no rank guard, and its function is reached
+        outside rank guards."""
+        return not site.single_process and not self.selects_ranks(site.guards) and self.reached_unguarded(site.function)
 
     def selects_ranks(self, guards: Iterable[Guard]) -> bool:
         """Whether some guard lets only some ranks through (final after the walk)."""
@@ -614,12 +624,12 @@ class RankAnalysis:
         for statement in statements:
             if statement is child:
                 return
-            if isinstance(statement, cst.If) and statement.orelse is None and _exits(statement.body):
+            if isinstance(statement, cst.If) and statement.orelse is None and exits(statement.body):
                 deps = self.deps(statement.test)
                 if deps:
                     yield Guard(
                         GuardKind.BRANCH, statement, deps, statement.test, statement.test, 1, 2,
-                        scope, exit=_last_statement(statement.body),
+                        scope, exit=last_statement(statement.body),
                     )  # fmt: skip
 
     def _decorator_guards(self, function: cst.FunctionDef, scope: cst.CSTNode | None) -> Iterable[Guard]:
@@ -770,28 +780,6 @@ def _excludes(test: cst.CSTNode, earlier: cst.CSTNode) -> bool:
 
 def _negation(text: str) -> str:
     return text[4:] if text.startswith("not ") else f"not {text}"
-
-
-def _last_statement(body: cst.BaseSuite) -> cst.CSTNode | None:
-    statements = body.body
-    if not statements:
-        return None
-    last = statements[-1]
-    if isinstance(last, cst.SimpleStatementLine):
-        return last.body[-1] if last.body else None
-    return last
-
-
-def _exits(body: cst.BaseSuite) -> bool:
-    """Whether a block leaves the rest of its function or loop body behind."""
-    last = _last_statement(body)
-    # Not `raise`: an exception ends the process, and torchrun (or mp.spawn)
-    # then stops every other rank, so nobody waits at a later collective.
-    if isinstance(last, (cst.Return, cst.Continue, cst.Break)):
-        return True
-    if isinstance(last, cst.Expr) and isinstance(last.value, cst.Call):
-        return dotted_name(last.value.func) in ("sys.exit", "exit", "quit", "os._exit")
-    return False
 
 
 def polarity(test: cst.CSTNode) -> tuple[str, bool] | None:

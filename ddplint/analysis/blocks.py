@@ -1,0 +1,28 @@
+"""What ends a block: the last statement of a suite, and whether it leaves."""
+
+from __future__ import annotations
+
+from ddplint.analysis.names import dotted_name
+from ddplint.lazy import cst
+
+
+def last_statement(body: cst.BaseSuite) -> cst.CSTNode | None:
+    statements = body.body
+    if not statements:
+        return None
+    last = statements[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        return last.body[-1] if last.body else None
+    return last
+
+
+def exits(body: cst.BaseSuite) -> bool:
+    """Whether a block leaves the rest of its function or loop body behind."""
+    last = last_statement(body)
+    # Not `raise`: an exception ends the process, and torchrun (or mp.spawn)
+    # then stops every other rank, so nobody waits at a later collective.
+    if isinstance(last, (cst.Return, cst.Continue, cst.Break)):
+        return True
+    if isinstance(last, cst.Expr) and isinstance(last.value, cst.Call):
+        return dotted_name(last.value.func) in ("sys.exit", "exit", "quit", "os._exit")
+    return False
