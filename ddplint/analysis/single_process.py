@@ -108,8 +108,8 @@ class SingleProcessCode:
         if isinstance(test, (cst.Name, cst.Attribute)):
             if last_name(test) in DISTRIBUTED_FLAGS:
                 return not truthy
-            written = self.ctx.module.code_for_node(test)
-            return truthy and written in self.asserted_off.get(self.ctx.enclosing_function(), ())
+            asserted = self.asserted_off.get(self.ctx.enclosing_function())
+            return truthy and bool(asserted) and self.ctx.module.code_for_node(test) in asserted
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
             return self._comparison(test, truthy)
         return False
