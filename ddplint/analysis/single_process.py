@@ -129,10 +129,11 @@ class SingleProcessCode:
 
 
 def _integer(node: cst.BaseExpression) -> int | None:
+    """The value of an integer literal, negated or not (``0x10``, ``1_000`` too)."""
     if isinstance(node, cst.Integer):
-        return int(node.value)
+        return int(node.value, 0)
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
-        return -int(node.expression.value)
+        return -int(node.expression.value, 0)
     return None
 
 
