@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from ddplint.analysis.names import dotted_name
 from ddplint.lazy import cst
 
@@ -26,3 +28,13 @@ def exits(body: cst.BaseSuite) -> bool:
     if isinstance(last, cst.Expr) and isinstance(last.value, cst.Call):
         return dotted_name(last.value.func) in ("sys.exit", "exit", "quit", "os._exit")
     return False
+
+
+def early_exits(block: cst.CSTNode, child: cst.CSTNode) -> Iterator[cst.If]:
+    """The ``if <test>: ... return`` statements (no ``else``) before `child`
+    in `block`: the rest of the block runs only when their test fails."""
+    for statement in block.body:
+        if statement is child:
+            return
+        if isinstance(statement, cst.If) and statement.orelse is None and exits(statement.body):
+            yield statement

@@ -30,9 +30,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from ddplint.analysis.blocks import exits, last_statement
+from ddplint.analysis.blocks import early_exits, last_statement
 from ddplint.analysis.names import dotted_name, last_name
-from ddplint.analysis.single_process import SingleProcessCode
+from ddplint.analysis.single_process import SingleProcessCode, is_unset_test
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
@@ -327,7 +327,7 @@ class RankAnalysis:
             if self._is_rank_env(node):
                 return _DIRECT
             return self._union([node.value, *(e.slice for e in node.slice)], depth)
-        if isinstance(node, cst.Comparison) and (_is_none_test(node) or _is_unset_test(node)):
+        if isinstance(node, cst.Comparison) and (_is_none_test(node) or is_unset_test(node)):
             # `rank is None`, `local_rank != -1`: "was a rank given / is this run
             # distributed?", the same answer on every rank.
             return _NONE
@@ -485,6 +485,11 @@ class RankAnalysis:
         outside rank guards."""
         return not site.single_process and not self.selects_ranks(site.guards) and self.reached_unguarded(site.function)
 
+    def any_rank_guard(self, guards: Iterable[Guard]) -> bool:
+        """Whether one of `guards` is rank-dependent, of any kind (DDP001 also
+        flags collectives in rank-staggered blocks; final after the walk)."""
+        return any(self.is_rank_dependent(g.deps) for g in guards)
+
     def selects_ranks(self, guards: Iterable[Guard]) -> bool:
         """Whether some guard lets only some ranks through (final after the walk)."""
         return any(g.kind in SELECTING and self.is_rank_dependent(g.deps) for g in guards)
@@ -620,17 +625,13 @@ class RankAnalysis:
 
     def _early_exit_guards(self, block: cst.CSTNode, child: cst.CSTNode, scope: cst.CSTNode | None) -> Iterable[Guard]:
         """`if <cond>: ... return` earlier in `block`: the rest is its else branch."""
-        statements = block.body
-        for statement in statements:
-            if statement is child:
-                return
-            if isinstance(statement, cst.If) and statement.orelse is None and exits(statement.body):
-                deps = self.deps(statement.test)
-                if deps:
-                    yield Guard(
-                        GuardKind.BRANCH, statement, deps, statement.test, statement.test, 1, 2,
-                        scope, exit=last_statement(statement.body),
-                    )  # fmt: skip
+        for statement in early_exits(block, child):
+            deps = self.deps(statement.test)
+            if deps:
+                yield Guard(
+                    GuardKind.BRANCH, statement, deps, statement.test, statement.test, 1, 2,
+                    scope, exit=last_statement(statement.body),
+                )  # fmt: skip
 
     def _decorator_guards(self, function: cst.FunctionDef, scope: cst.CSTNode | None) -> Iterable[Guard]:
         for decorator in function.decorators:
@@ -715,19 +716,6 @@ def _is_none_test(node: cst.Comparison) -> bool:
     return all(
         isinstance(c.operator, (cst.Is, cst.IsNot)) and isinstance(c.comparator, cst.Name) and c.comparator.value == "None"
         for c in node.comparisons
-    )
-
-
-def _is_unset_test(node: cst.Comparison) -> bool:
-    """`x == -1` / `x != -1`: -1 is what scripts use for "no rank set"."""
-    if len(node.comparisons) != 1 or not isinstance(node.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
-        return False
-    value = node.comparisons[0].comparator
-    return (
-        isinstance(value, cst.UnaryOperation)
-        and isinstance(value.operator, cst.Minus)
-        and isinstance(value.expression, cst.Integer)
-        and value.expression.value == "1"
     )
 
 

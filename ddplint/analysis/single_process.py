@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from ddplint.analysis.blocks import exits
+from ddplint.analysis.blocks import early_exits
 from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
@@ -85,13 +85,7 @@ class SingleProcessCode:
 
     def _after_exit(self, block: cst.CSTNode, child: cst.CSTNode) -> bool:
         """`child` follows ``if <distributed>: return`` in `block`."""
-        for statement in block.body:
-            if statement is child:
-                return False
-            if isinstance(statement, cst.If) and statement.orelse is None and exits(statement.body):
-                if self.implies(statement.test, truthy=False):
-                    return True
-        return False
+        return any(self.implies(statement.test, truthy=False) for statement in early_exits(block, child))
 
     def implies(self, test: cst.BaseExpression, truthy: bool) -> bool:
         """Whether `test` being `truthy` means the job has one process."""
@@ -118,7 +112,7 @@ class SingleProcessCode:
         operator, value = test.comparisons[0].operator, _integer(test.comparisons[0].comparator)
         if value is None:
             return False
-        if value == -1 and isinstance(operator, (cst.Equal, cst.NotEqual)) and self.is_rank(test.left):
+        if is_unset_test(test) and self.is_rank(test.left):
             return truthy == isinstance(operator, cst.Equal)  # `local_rank == -1`: no rank given
         if not _is_world_size(test.left):
             return False
@@ -126,6 +120,13 @@ class SingleProcessCode:
         many = {cst.NotEqual: value == 1, cst.GreaterThan: value == 1, cst.GreaterThanEqual: value == 2}
         kind = type(operator)
         return bool(one_process.get(kind)) if truthy else bool(many.get(kind))
+
+
+def is_unset_test(node: cst.Comparison) -> bool:
+    """`x == -1` / `x != -1`: -1 is what scripts use for "no rank set"."""
+    if len(node.comparisons) != 1 or not isinstance(node.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
+        return False
+    return _integer(node.comparisons[0].comparator) == -1
 
 
 def _integer(node: cst.BaseExpression) -> int | None:

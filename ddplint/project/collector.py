@@ -10,7 +10,6 @@ it calls, and whether it replaces ``builtins.print`` (DETR's
 
 from __future__ import annotations
 
-import functools
 from collections import defaultdict
 from typing import TYPE_CHECKING, Callable, Mapping
 
@@ -21,16 +20,9 @@ from ddplint.lazy import cst
 from ddplint.project.summary import EXTERNAL_ROOTS, Symbol
 
 if TYPE_CHECKING:
-    from ddplint.analysis.rank import RankAnalysis
     from ddplint.engine.context import FileContext
 
 _PRINT = "builtins.print"
-
-
-def any_rank_guard(rank: RankAnalysis, guards: tuple) -> bool:
-    """Whether one of `guards` is rank-dependent (any kind: DDP001 also flags
-    collectives in rank-staggered blocks)."""
-    return any(rank.is_rank_dependent(guard.deps) for guard in guards)
 
 
 def _external(qualname: str) -> bool:
@@ -97,9 +89,9 @@ class SummaryCollector:
         ctx = self.ctx
         func = node.func
         called = ctx.scopes.imported_qualnames(func)
+        linted = tuple(q for q in called if not _external(q))  # names a linted module may define
         if called and self.consulted_wanted:
             self.called |= called  # a helper's print silencing or dataset matters wherever it is called
-            linted = tuple(q for q in called if not _external(q))
             # Without the rank analysis no rule judges collectives; a file linted
             # with facts is linted again whenever they change, whatever it calls.
             if linted and ctx.runs("rank") and not ctx.facts:
@@ -115,12 +107,11 @@ class SummaryCollector:
             self.direct.setdefault(function, []).append((shown, self._condition()))
             return
         local = [v for v in ctx.values_of(func) if isinstance(v, cst.FunctionDef)] if isinstance(func, cst.Name) else []
-        imported = [q for q in called if not _external(q)]
-        if not (local or imported):
+        if not (local or linted):
             return
         condition = self._condition()
         self.calls[function].extend((callee, condition) for callee in local)
-        for qualname in imported:
+        for qualname in linted:
             self.imported_calls[function].append((qualname, func, condition))
 
     def _condition(self) -> tuple | None:
@@ -159,8 +150,7 @@ class SummaryCollector:
         module's own summary passes the collective on to its importers)."""
         if not self.helper_calls:
             return ()
-        rank = self.ctx.rank
-        guarded = functools.partial(any_rank_guard, rank)
+        guarded = self.ctx.rank.any_rank_guard
         reached = self._reached_under_rank_guards(guarded)
         names = {
             q for linted, inner, outer, function in self.helper_calls
