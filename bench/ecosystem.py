@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Whole-ecosystem run: every file of the pinned corpus and of CPython's own
-standard library, linted with every rule.
+standard library, linted with every rule; or, with `--training DIR`, the
+precision check on real training repositories against the judged verdicts
+(see `training.py` beside this file).
 
     python bench/ecosystem.py [--cache ~/.cache/ddplint-bench] [--output docs/ecosystem.md]
+    python bench/ecosystem.py --training DIR [--record] [--repos a,b] [--min-precision 0.9]
 
 Reports the files and lines read, internal errors (must be 0), DDP000
 findings against CPython's own `compile()` verdict on the same bytes (must
@@ -42,7 +45,16 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "ddplint-bench")
     parser.add_argument("--output", type=Path, default=HERE.parent / "docs" / "ecosystem.md")
     parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument("--training", type=Path, help="the folder holding the training repositories")
+    parser.add_argument("--record", action="store_true", help="with --training: rewrite the verdicts' states")
+    parser.add_argument("--repos", help="with --training: only these repositories (comma-separated names)")
+    parser.add_argument("--min-precision", type=float, help="with --training: fail below this overall precision")
     args = parser.parse_args()
+    if args.training is not None:
+        import training
+
+        only = set(args.repos.split(",")) if args.repos else None
+        raise SystemExit(training.main(args.training, args.record, only, args.min_precision))
 
     from ddplint.config.resolver import ConfigResolver
     from ddplint.discovery import discover

@@ -102,7 +102,21 @@ class Rule:
     tags: ClassVar[tuple[str, ...]] = ()
     #: Optional shared analyses the rule uses (``"rank"``); each runs once per file.
     requires: ClassVar[frozenset[str]] = frozenset()
+    #: Preview rules run only with ``--preview`` (or ``preview = true``), or
+    #: when selected by their exact code: their precision on the ecosystem
+    #: check of real training repositories is below 0.9 (docs/ecosystem.md).
+    preview: ClassVar[bool] = False
+    #: Rules off by default run only when a selector names them (a code, a
+    #: prefix or ``ALL``).
+    default_enabled: ClassVar[bool] = True
     docs: ClassVar[RuleDocs]
+
+    @classmethod
+    def status(cls) -> str:
+        """``preview``, ``stable`` or ``opt-in`` (stable, off by default)."""
+        if cls.preview:
+            return "preview"
+        return "stable" if cls.default_enabled else "opt-in"
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -126,12 +140,17 @@ class Rule:
         related: tuple[tuple[cst.CSTNode, str], ...] = (),
         fix: Fix | ProposedFix | None = None,
         statement: cst.CSTNode | None = None,
+        preview: bool = False,
     ) -> None:
         """Record a finding anchored at `node`; `related` pairs (node, why).
 
         `message` may be a function of a node-to-`Span` lookup, for messages
         that name other lines. From `finish()`, pass the saved `statement`.
+        A `preview` finding (a variant of the rule still below the precision
+        bar) is kept only when preview is on.
         """
+        if preview and not self.ctx.settings.preview:
+            return
         self.ctx.report(self, node, message, related=related, fix=fix, statement=statement)
 
     def finish(self) -> None:

@@ -83,6 +83,9 @@ def check(
     fail_on: Annotated[
         Optional[Severity], typer.Option(help="Lowest severity that fails the run [default: warning].", case_sensitive=False)
     ] = None,
+    preview: Annotated[
+        bool, typer.Option("--preview", help="Also run the preview rules and rule variants (below 0.9 precision).")
+    ] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when there are findings.")] = False,
     config: Annotated[Optional[Path], typer.Option(help="Use this config file instead of searching.")] = None,
     stdin_filename: Annotated[Optional[str], typer.Option(help="Lint standard input as this file.")] = None,
@@ -126,6 +129,7 @@ def check(
         extend_select=_split(extend_select),
         ignore=_split(ignore),
         fail_on=fail_on,
+        preview=True if preview else None,
         exit_zero=exit_zero,
         config=config,
         stdin_filename=stdin_filename,

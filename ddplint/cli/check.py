@@ -37,6 +37,8 @@ class CheckRequest:
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     fail_on: Severity | None = None
+    #: ``--preview``; None: as the configuration says.
+    preview: bool | None = None
     exit_zero: bool = False
     config: Path | None = None
     stdin_filename: str | None = None
@@ -81,6 +83,7 @@ def _resolver(request: CheckRequest) -> ConfigResolver:
         ignore=request.ignore,
         fail_on=request.fail_on,
         config_file=request.config,
+        preview=request.preview,
     )
     try:
         return ConfigResolver(overrides)

@@ -52,6 +52,8 @@ class Config:
     fail_on: Severity | None = None
     #: Import roots for the whole-project analysis, relative to `root`.
     src: tuple[str, ...] = ()
+    #: Run the preview rules and rule variants too.
+    preview: bool | None = None
 
 
 def read_config_file(path: Path) -> Config | None:
@@ -167,6 +169,12 @@ def _size(value: object) -> int:
     return parse_size(value)
 
 
+def _boolean(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"expected true or false, got {_type_name(value)}")
+    return value
+
+
 def _level(value: object) -> Severity:
     if not isinstance(value, str):
         raise TypeError(f"expected error, warning or note, got {_type_name(value)}")
@@ -186,4 +194,5 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "max-file-size": ("max_file_size", _size),
     "fail-on": ("fail_on", _level),
     "src": ("src", _string_list("directories")),
+    "preview": ("preview", _boolean),
 }

@@ -34,6 +34,8 @@ class Overrides:
     ignore: tuple[str, ...] = ()
     fail_on: Severity | None = None
     config_file: Path | None = None
+    #: ``--preview``: True; None leaves it to the configuration.
+    preview: bool | None = None
 
 
 class ConfigResolver:
@@ -149,8 +151,10 @@ class ConfigResolver:
             Selection(cli.select, cli.extend_select, cli.ignore),
             Selection(ignore=per_file_ignored),
         ]
+        preview = cli.preview if cli.preview is not None else bool(config.preview)
         return Settings(
-            rules=resolve(layers),
+            rules=resolve(layers, preview),
+            preview=preview,
             severity=dict(config.severity),
             rank_names=config.rank_names,
             max_workers_per_rank=config.max_workers_per_rank or DEFAULT_MAX_WORKERS_PER_RANK,

@@ -5,6 +5,11 @@ then the command line). A layer with ``select`` starts afresh; otherwise it
 adjusts the previous layer's set. Within a layer, the most specific matching
 selector wins (``ignore = ["DDP01"]`` with ``extend-select = ["DDP012"]``
 keeps DDP012), and `ignore` wins a tie. ``ALL`` matches every rule.
+
+The starting set is the rules enabled by default. Preview rules join it, and
+any selector's matches, only with preview on; a preview rule named by its
+exact code runs without it (the user asked for that rule). Rules off by
+default join only when a selector matches them.
 """
 
 from __future__ import annotations
@@ -45,12 +50,17 @@ class Selection:
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
 
-    def apply(self, enabled: frozenset[str], codes: Iterable[str]) -> frozenset[str]:
-        """The enabled set after this layer, given the one before it."""
+    def apply(
+        self, enabled: frozenset[str], codes: Iterable[str], preview_codes: frozenset[str] = frozenset()
+    ) -> frozenset[str]:
+        """The enabled set after this layer, given the one before it; the
+        `preview_codes` join only by their exact code."""
         result = set() if self.select is not None else set(enabled)
         positive = (*(self.select or ()), *self.extend_select)
         for code in codes:
             chosen, ignored = _specificity(positive, code), _specificity(self.ignore, code)
+            if code in preview_codes and chosen != len(code):
+                chosen = -1
             if ignored >= 0 and ignored >= chosen:
                 result.discard(code)
             elif chosen >= 0:
@@ -58,10 +68,14 @@ class Selection:
         return frozenset(result)
 
 
-def resolve(layers: Iterable[Selection]) -> frozenset[str]:
-    """The enabled codes after all layers, starting from every rule."""
-    codes = all_codes()
-    enabled = frozenset(codes)
+def resolve(layers: Iterable[Selection], preview: bool = False) -> frozenset[str]:
+    """The enabled codes after all layers, starting from the default rules."""
+    from ddplint.rule import all_rules
+
+    rules = all_rules()
+    codes = tuple(rule.code for rule in rules)
+    held = frozenset() if preview else frozenset(rule.code for rule in rules if rule.preview)
+    enabled = frozenset(rule.code for rule in rules if rule.default_enabled and rule.code not in held)
     for layer in layers:
-        enabled = layer.apply(enabled, codes)
+        enabled = layer.apply(enabled, codes, held)
     return enabled

@@ -25,15 +25,17 @@ class Settings:
     max_workers_per_rank: int = DEFAULT_MAX_WORKERS_PER_RANK
     #: Larger files get a note and are not linted (generated or vendored code).
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    #: Preview rule variants report too (``--preview``, ``preview = true``).
+    preview: bool = False
 
     def key(self) -> str:
         """A stable text of everything that changes findings (for the cache key)."""
         severity = ",".join(f"{c}={s.value}" for c, s in sorted(self.severity.items()))
-        return f"{sorted(self.rules)}|{severity}|{sorted(self.rank_names)}|{self.max_workers_per_rank}|{self.max_file_size}"
+        return f"{sorted(self.rules)}|{severity}|{sorted(self.rank_names)}|{self.max_workers_per_rank}|{self.max_file_size}|{self.preview}"
 
     @classmethod
     def all_rules(cls) -> Settings:
         """Every registered rule enabled, no overrides."""
         from ddplint.rule import all_rules
 
-        return cls(rules=frozenset(r.code for r in all_rules()))
+        return cls(rules=frozenset(r.code for r in all_rules()), preview=True)
