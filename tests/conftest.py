@@ -33,6 +33,17 @@ FIXTURES = REPO / "fixtures"
 SARIF_SCHEMA = Path(__file__).resolve().parent / "schemas" / "sarif-schema-2.1.0.json"
 
 
+def fixture_settings(path: Path):
+    """What a fixture is linted with: the rules on by default, preview rules
+    and variants included, and the rule its directory is named after (so a
+    rule that is off by default is tested in its own fixtures only)."""
+    from ddplint.config import Settings
+    from ddplint.config.selection import resolve
+
+    own = {part for part in path.relative_to(FIXTURES).parts if part.startswith("DDP")}
+    return Settings(rules=resolve((), preview=True) | own, preview=True)
+
+
 @dataclass
 class Run:
     """The outcome of one ddplint invocation."""

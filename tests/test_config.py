@@ -15,25 +15,54 @@ from ddplint.rule import all_rules
 
 ALL = frozenset(r.code for r in all_rules())
 DDP01 = frozenset(c for c in ALL if c.startswith("DDP01"))
+#: Off unless a selector names them (DDP024 unseeded-ranks).
+OPT_IN = frozenset(r.code for r in all_rules() if not r.default_enabled)
+DEFAULT = ALL - OPT_IN
 
 
 @pytest.mark.parametrize(
     ("layers", "expected"),
     [
-        ([], ALL),
+        ([], DEFAULT),
         ([Selection(select=("DDP014",))], {"DDP014"}),
         ([Selection(select=("DDP01",))], DDP01),
-        ([Selection(ignore=("DDP01",))], ALL - DDP01),
-        ([Selection(ignore=("DDP01",), extend_select=("DDP012",))], ALL - DDP01 | {"DDP012"}),  # most specific wins
+        ([Selection(ignore=("DDP01",))], DEFAULT - DDP01),
+        ([Selection(ignore=("DDP01",), extend_select=("DDP012",))], DEFAULT - DDP01 | {"DDP012"}),  # most specific wins
         ([Selection(select=("DDP014",), ignore=("DDP014",))], set()),  # a tie goes to ignore
         ([Selection(select=("ALL",), ignore=("DDP0",))], set()),
         ([Selection(ignore=("DDP012",)), Selection(select=("DDP012",))], {"DDP012"}),  # CLI select starts afresh
         ([Selection(select=("DDP014",)), Selection(extend_select=("DDP012",))], {"DDP012", "DDP014"}),
-        ([Selection(), Selection(ignore=("DDP000",))], ALL - {"DDP000"}),
+        ([Selection(), Selection(ignore=("DDP000",))], DEFAULT - {"DDP000"}),
+        ([Selection(extend_select=("DDP024",))], DEFAULT | {"DDP024"}),  # an opt-in rule named
+        ([Selection(extend_select=("DDP02",))], DEFAULT | {"DDP024"}),  # or matched by a prefix
+        ([Selection(select=("ALL",))], ALL),
     ],
 )
 def test_selection_layers(layers, expected) -> None:
     assert resolve(layers) == frozenset(expected)
+
+
+def test_preview_rules_need_preview_or_their_exact_code(monkeypatch) -> None:
+    from ddplint.rule import get_rule
+
+    monkeypatch.setattr(get_rule("DDP012"), "preview", True)
+    assert "DDP012" not in resolve([])
+    assert "DDP012" not in resolve([Selection(select=("DDP01",))])
+    assert "DDP012" not in resolve([Selection(select=("ALL",))])
+    assert "DDP012" in resolve([Selection(extend_select=("DDP012",))])
+    assert "DDP012" in resolve([], preview=True)
+    assert "DDP012" in resolve([Selection(select=("DDP01",))], preview=True)
+
+
+def test_preview_is_a_config_key_and_an_option(tmp_path: Path) -> None:
+    write(tmp_path, {"pyproject.toml": "[tool.ddplint]\npreview = true\n", "a.py": ""})
+    assert ConfigResolver(cwd=tmp_path).settings_for(tmp_path / "a.py").preview
+    write(tmp_path, {"pyproject.toml": "[tool.ddplint]\npreview = false\n"})
+    assert not ConfigResolver(cwd=tmp_path).settings_for(tmp_path / "a.py").preview
+    assert ConfigResolver(Overrides(preview=True), cwd=tmp_path).settings_for(tmp_path / "a.py").preview
+    write(tmp_path, {"pyproject.toml": "[tool.ddplint]\npreview = 1\n"})
+    with pytest.raises(ConfigError, match="preview: expected true or false"):
+        ConfigResolver(cwd=tmp_path).settings_for(tmp_path / "a.py")
 
 
 def test_nearest_config_wins(tmp_path: Path) -> None:
@@ -47,8 +76,8 @@ def test_nearest_config_wins(tmp_path: Path) -> None:
         },
     )
     resolver = ConfigResolver(cwd=tmp_path)
-    assert resolver.settings_for(tmp_path / "a.py").rules == ALL - {"DDP012"}
-    assert resolver.settings_for(tmp_path / "sub" / "a.py").rules == ALL - {"DDP012"}  # skipped: no table
+    assert resolver.settings_for(tmp_path / "a.py").rules == DEFAULT - {"DDP012"}
+    assert resolver.settings_for(tmp_path / "sub" / "a.py").rules == DEFAULT - {"DDP012"}  # skipped: no table
     assert resolver.settings_for(tmp_path / "sub/deeper/a.py").rules == {"DDP014"}  # ddplint.toml first
 
 
@@ -61,18 +90,18 @@ def test_explicit_config_replaces_the_search(tmp_path: Path) -> None:
 def test_per_file_ignores_are_relative_to_the_config(tmp_path: Path) -> None:
     write(tmp_path, {"proj/pyproject.toml": '[tool.ddplint]\nper-file-ignores = { "tests/**" = ["DDP01"], "*_gen.py" = ["DDP014"] }\n'})
     resolver = ConfigResolver(cwd=tmp_path)
-    assert resolver.settings_for(tmp_path / "proj/tests/unit/t.py").rules == ALL - DDP01
-    assert resolver.settings_for(tmp_path / "proj/src/x_gen.py").rules == ALL - {"DDP014"}
-    assert resolver.settings_for(tmp_path / "proj/src/x.py").rules == ALL
-    assert resolver.settings_for(tmp_path / "tests/t.py").rules == ALL  # outside the config's project
+    assert resolver.settings_for(tmp_path / "proj/tests/unit/t.py").rules == DEFAULT - DDP01
+    assert resolver.settings_for(tmp_path / "proj/src/x_gen.py").rules == DEFAULT - {"DDP014"}
+    assert resolver.settings_for(tmp_path / "proj/src/x.py").rules == DEFAULT
+    assert resolver.settings_for(tmp_path / "tests/t.py").rules == DEFAULT  # outside the config's project
 
 
 def test_per_file_ignores_through_a_symlinked_directory(tmp_path: Path) -> None:
     write(tmp_path, {"real/proj/pyproject.toml": '[tool.ddplint]\nper-file-ignores = { "tests/**" = ["DDP01"] }\n'})
     (tmp_path / "link").symlink_to(tmp_path / "real")
     resolver = ConfigResolver(cwd=tmp_path)
-    assert resolver.settings_for(tmp_path / "link/proj/tests/t.py").rules == ALL - DDP01
-    assert resolver.settings_for(tmp_path / "link/proj/src/x.py").rules == ALL
+    assert resolver.settings_for(tmp_path / "link/proj/tests/t.py").rules == DEFAULT - DDP01
+    assert resolver.settings_for(tmp_path / "link/proj/src/x.py").rules == DEFAULT
 
 
 def test_values_are_parsed(tmp_path: Path) -> None:

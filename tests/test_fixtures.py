@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
-from ddplint.config import Settings
+from conftest import FIXTURES, fixture_settings
 from ddplint.engine import check_bytes
 from ddplint.rule import all_rules
 
@@ -33,7 +32,7 @@ def expectations(path: Path) -> Counter[tuple[int, str]]:
 
 def actual(path: Path, prefilter: bool = True) -> Counter[tuple[int, str]]:
     """(line, code) pairs ddplint reports for a fixture (suppressed ones left out)."""
-    result = check_bytes(str(path), path.read_bytes(), Settings.all_rules(), prefilter=prefilter)
+    result = check_bytes(str(path), path.read_bytes(), fixture_settings(path), prefilter=prefilter)
     assert not result.notices, result.notices
     return Counter((f.span.line, f.rule) for f in result.findings if f.suppressed is None)
 

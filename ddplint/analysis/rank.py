@@ -31,7 +31,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ddplint.analysis.blocks import early_exits, last_statement
+from ddplint.analysis.callgraph import CallGraph, Reference, branch_path, enclosing_loops, in_main_block
+from ddplint.analysis.execution import ExecutionModel, Runs
 from ddplint.analysis.names import dotted_name, last_name
+from ddplint.analysis.rank_sets import ShapeReader, TestShape
 from ddplint.analysis.single_process import SingleProcessCode, is_unset_test
 from ddplint.lazy import cst
 
@@ -148,21 +151,8 @@ class Guard:
     branches: int = 1
     scope: cst.CSTNode | None = None
     exit: cst.CSTNode | None = None
-
-
-@dataclass(frozen=True, eq=False)
-class Reference:
-    """A call of (or a reference to) a function of the module, and its guards.
-
-    `arguments` holds the rank dependencies of a call's arguments as
-    (keyword or None, deps) in order, to tell what a parameter receives.
-    """
-
-    targets: tuple[cst.FunctionDef, ...]
-    method: str | None
-    guards: tuple[Guard, ...]
-    function: cst.FunctionDef | None
-    arguments: tuple[tuple[str | None, Deps], ...] = ()
+    #: The test read for the rank-set question (`rank_sets`), for branches and operands.
+    shape: TestShape | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -178,6 +168,12 @@ class Site:
     deps: Deps = frozenset()
     #: Whether only a job of one process runs it (`if not dist.is_initialized():`).
     single_process: bool = False
+    #: The loops around it within its function, innermost first.
+    loops: tuple[cst.CSTNode, ...] = ()
+    #: At module level, inside ``if __name__ == "__main__":``.
+    main_block: bool = False
+    #: The ``if`` branches it is in, within its function (`callgraph.branch_path`).
+    path: tuple[tuple[int, int], ...] = ()
 
 
 #: Guard kinds that select ranks (a staggered block runs on every rank).
@@ -190,14 +186,15 @@ class RankAnalysis:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self.rank_names = DEFAULT_RANK_NAMES | frozenset(ctx.settings.rank_names)
-        self.functions: dict[str, list[cst.FunctionDef]] = defaultdict(list)
         self.returns: dict[cst.FunctionDef, set] = defaultdict(set)
         self.attributes: dict[str, set] = defaultdict(set)
         self.attribute_values: dict[str, list[cst.BaseExpression]] = defaultdict(list)
         self.staggered_functions: set[str] = set()
-        self.references: list[Reference] = []
-        self._solved: tuple[set, set] | None = None
-        self._reached: set | None = None
+        self._solved: tuple[set, set, set] | None = None
+        #: Parameters whose rank dependence some expression hinges on.
+        self._asked_params: set[cst.Param] = set()
+        #: Set when the walk is over: rank answers are final only then.
+        self.final = False
         #: Facts about imported helpers (whole-project analysis).
         self.facts = ctx.facts
         #: With `ctx.summarize`: the imported names each function's return
@@ -213,6 +210,21 @@ class RankAnalysis:
         #: asked for; facts about other names cannot change this module's findings.
         self.consulted: set[str] = set()
         self.single_process = SingleProcessCode(ctx, lambda node: DIRECT in self.deps(node))
+        #: Who calls which function of the module, and who runs each line.
+        self.graph = CallGraph(self)
+        self.execution = ExecutionModel(self, self.graph)
+        self.shapes = ShapeReader(self)
+        self._shape_memo: dict[int, TestShape] = {}
+
+    @property
+    def functions(self) -> dict[str, list[cst.FunctionDef]]:
+        """The module's functions and methods, by name."""
+        return self.graph.functions
+
+    @property
+    def references(self) -> list[Reference]:
+        """Every call of (or reference to) a module function, in walk order."""
+        return self.graph.references
 
     # ------------------------------------------------------------ walker hooks
 
@@ -220,36 +232,17 @@ class RankAnalysis:
         self.single_process.note_assert(node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.functions[node.name.value].append(node)
+        self.graph.visit_FunctionDef(node)
         if node.name.value.endswith("_first") and any(
             _decorator_name(d) == "contextmanager" for d in node.decorators
         ):
             self.staggered_functions.add(node.name.value)
 
     def visit_Call(self, node: cst.Call) -> None:
-        """Record calls of, and function arguments naming, module functions."""
-        func = node.func
-        targets = self._function_targets(func)
-        method = None
-        if not targets and isinstance(func, cst.Attribute) and last_name(func.value) in ("self", "cls"):
-            method = func.attr.value
-        passed = [t for arg in node.args for t in self._function_targets(arg.value)]
-        if not (targets or method or passed):
-            return
-        guards = self.guards()[0]
-        function = self.ctx.enclosing_function()
-        if targets or method:
-            arguments = tuple(
-                (arg.keyword.value if arg.keyword else None, self.deps(arg.value)) for arg in node.args if not arg.star
-            )
-            self.references.append(Reference(targets, method, guards, function, arguments))
-        if passed:  # mp.spawn(train, ...), threading.Thread(target=worker)
-            self.references.append(Reference(tuple(passed), None, guards, function))
+        self.graph.visit_Call(node)
 
-    def _function_targets(self, node: cst.BaseExpression) -> tuple[cst.FunctionDef, ...]:
-        if isinstance(node, cst.Name):
-            return tuple(v for v in self.ctx.values_of(node) if isinstance(v, cst.FunctionDef))
-        return ()
+    def leave_Module(self, node: cst.Module) -> None:
+        self.final = True
 
     def visit_Return(self, node: cst.Return) -> None:
         function = self.ctx.enclosing_function()
@@ -277,10 +270,13 @@ class RankAnalysis:
             self._record_attribute(node.target, node.value)
 
     def _record_attribute(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+        """``self.is_main = rank == 0``, ``args.gpu = gpu``: the attribute may
+        hold what the value holds (attributes are tracked by name)."""
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
             name = target.attr.value
             self.attributes[name] |= self.deps(value)
             self.attribute_values[name].append(value)
+            self.shapes.note_attribute(name, value)
 
     # ------------------------------------------------------------ dependence
 
@@ -317,6 +313,8 @@ class RankAnalysis:
             if self.is_rank_name(node.attr.value):
                 if last_name(node.value) in _UNIFORM_ON.get(node.attr.value, ()):
                     return _NONE
+                if node.attr.value not in self.rank_names and node.attr.value in self.attributes:
+                    return frozenset({("attr", node.attr.value)})  # `*_rank` by name only: what it is assigned
                 return _DIRECT
             if self.ctx.qualified_name(node) in RANK_FUNCTIONS or self._imported_rank(node):
                 return _DIRECT
@@ -357,8 +355,8 @@ class RankAnalysis:
             binding = self.ctx.scopes.lookup(node.value)
             if binding is not None and not binding.values and None in binding.qualnames:
                 return _NONE
-            if values and all(isinstance(v, (cst.Integer, cst.SimpleString)) for v in values):
-                return _NONE
+            if values and all(isinstance(v, (cst.Integer, cst.SimpleString)) or _is_flag(v) for v in values):
+                return _NONE  # a constant, or a flag parameter (`negative_all_rank=False`)
             return _DIRECT
         if not values and self._imported_rank(node):
             return _DIRECT
@@ -368,6 +366,9 @@ class RankAnalysis:
                 continue  # a function object, not a call of it
             if isinstance(value, cst.BaseExpression):
                 result |= self.deps(value, depth)
+            elif isinstance(value, cst.Param) and value in self.graph.parameters:
+                self._asked_params.add(value)  # what the callers pass, or a launcher's process index
+                result.add(("param", value))
         return frozenset(result)
 
     def _call_deps(self, node: cst.Call, depth: int) -> Deps:
@@ -429,31 +430,64 @@ class RankAnalysis:
             _string(node.slice[0].slice.value) in RANK_ENV
         )
 
-    def _solve(self) -> tuple[set, set]:
-        """Functions and attribute names whose value is rank-dependent (fixed point)."""
+    def _solve(self) -> tuple[set, set, set]:
+        """Functions, attribute names and parameters whose value is
+        rank-dependent (a fixed point over the whole module)."""
         if self._solved is not None:
             return self._solved
+        if not self.final:
+            raise RuntimeError("rank dependence asked before the walk ended; ask in finish()")
         functions: set = set()
         attributes: set = set()
+        params: set = set(self.execution.launched_parameters())
+        solved = (functions, attributes, params)
         changed = True
         while changed:
             changed = False
             for function, deps in self.returns.items():
-                if function not in functions and self._resolves(deps, functions, attributes):
+                if function not in functions and self._resolves(deps, solved):
                     functions.add(function)
                     changed = True
             for name, deps in self.attributes.items():
-                if name not in attributes and self._resolves(deps, functions, attributes):
+                if name not in attributes and self._resolves(deps, solved):
                     attributes.add(name)
                     changed = True
             for name, defs in self.functions.items():
                 if name not in attributes and any(f in functions and _is_property(f) for f in defs):
                     attributes.add(name)
                     changed = True
-        self._solved = (functions, attributes)
-        return self._solved
+            for param in self._asked_params:
+                if param not in params and self._bound_to_rank(param, solved):
+                    params.add(param)
+                    changed = True
+        self._solved = solved
+        return solved
 
-    def _resolves(self, deps: Deps, functions: set, attributes: set) -> bool:
+    def _bound_to_rank(self, param: cst.Param, solved: tuple[set, set, set]) -> bool:
+        """Whether every call of the parameter's function in the module passes
+        it a rank-dependent value (and there is at least one)."""
+        owner = self.graph.parameters.get(param)
+        if owner is None:
+            return False
+        function, index = owner
+        name = param.name.value
+        calls = [r for r in self.references if not r.launch and function in self.graph.targets_of(r)]
+        if not calls:
+            return False
+        positional = (*function.params.posonly_params, *function.params.params)
+        bound_self = bool(positional) and positional[0].name.value in ("self", "cls")
+        for call in calls:
+            offset = 1 if bound_self and (call.method is not None or self.graph.class_of(function) is not None) else 0
+            given = None
+            for position, (keyword, deps) in enumerate(call.arguments):
+                if keyword == name or (keyword is None and position + offset == index):
+                    given = deps
+            if given is None or not self._resolves(given, solved):
+                return False
+        return True
+
+    def _resolves(self, deps: Deps, solved: tuple[set, set, set]) -> bool:
+        functions, attributes, params = solved
         for dep in deps:
             if dep == DIRECT or dep in functions:
                 return True
@@ -463,27 +497,37 @@ class RankAnalysis:
                     return True
                 if kind == "method" and any(f in functions for f in self.functions.get(name, ())):
                     return True
+                if kind == "param" and name in params:
+                    return True
         return False
 
     def is_rank_dependent(self, deps: Deps) -> bool:
-        """Whether `deps` make a value rank-dependent; final after the walk."""
+        """Whether `deps` make a value rank-dependent; final after the walk
+        (asking earlier raises: the answer could still change)."""
         if DIRECT in deps:
             return True
         if not deps:
             return False
-        functions, attributes = self._solve()
-        return self._resolves(deps, functions, attributes)
+        return self._resolves(deps, self._solve())
 
     def site(self, node: cst.CSTNode, deps: Deps = frozenset()) -> Site:
         """Record where `node` is, for a decision after the walk."""
-        single = self.single_process.here(self.ctx.stack)
-        return Site(node, self.ctx.statement(), self.guards()[0], self.ctx.enclosing_function(), deps, single)
+        stack = self.ctx.stack
+        single = self.single_process.here(stack)
+        function = self.ctx.enclosing_function()
+        main = function is None and in_main_block(stack)
+        return Site(
+            node, self.ctx.statement(), self.guards()[0], function, deps, single, enclosing_loops(stack), main,
+            branch_path(stack),
+        )  # fmt: skip
 
     def runs_on_every_rank(self, site: Site) -> bool:
-        """Whether every rank executes the site (after the walk): a distributed
-        job runs it, it is under no rank guard, and its function is reached
-        outside rank guards."""
-        return not site.single_process and not self.selects_ranks(site.guards) and self.reached_unguarded(site.function)
+        """Whether every rank executes the site (after the walk; see `execution`)."""
+        return self.execution.runs(site) is Runs.ALL
+
+    def runs(self, site: Site) -> Runs:
+        """Who executes the site (after the walk): `execution.Runs`."""
+        return self.execution.runs(site)
 
     def any_rank_guard(self, guards: Iterable[Guard]) -> bool:
         """Whether one of `guards` is rank-dependent, of any kind (DDP001 also
@@ -496,35 +540,11 @@ class RankAnalysis:
 
     def targets_of(self, reference: Reference) -> tuple[cst.FunctionDef, ...]:
         """The functions a reference may reach (methods resolve by name)."""
-        if reference.method is not None:
-            return tuple(self.functions.get(reference.method, ()))
-        return reference.targets
+        return self.graph.targets_of(reference)
 
     def reached_unguarded(self, function: cst.FunctionDef | None) -> bool:
-        """Whether every rank may run `function` (None: module-level code).
-
-        A function is reached when module-level code, or a function that is
-        itself reached, calls or passes it outside any rank guard. A function
-        the module never calls is not reached: its callers are unknown.
-        """
-        if function is None:
-            return True
-        if self._reached is None:
-            reached: set = set()
-            changed = True
-            while changed:
-                changed = False
-                for reference in self.references:
-                    if reference.function is not None and reference.function not in reached:
-                        continue
-                    if self.selects_ranks(reference.guards):
-                        continue
-                    for target in self.targets_of(reference):
-                        if target not in reached:
-                            reached.add(target)
-                            changed = True
-            self._reached = reached
-        return function in self._reached
+        """Whether every rank runs `function` (None: module-level code)."""
+        return self.execution.function_runs(function) is Runs.ALL
 
     def expression_is_rank_dependent(self, node: cst.CSTNode) -> bool:
         """`is_rank_dependent(deps(node))`, for use after the walk."""
@@ -580,11 +600,11 @@ class RankAnalysis:
             deps = self.deps(node.test)
             if deps:
                 branch = 0 if child is node.body else 1
-                yield Guard(GuardKind.BRANCH, node, deps, node.test, node.test, branch, 2, scope)
+                yield Guard(GuardKind.BRANCH, node, deps, node.test, node.test, branch, 2, scope, shape=self._shape(node.test))
         elif isinstance(node, cst.BooleanOperation) and child is node.right:
             deps = self.deps(node.left)
             if deps:
-                yield Guard(GuardKind.SHORT_CIRCUIT, node, deps, node.left, node.left, scope=scope)
+                yield Guard(GuardKind.SHORT_CIRCUIT, node, deps, node.left, node.left, scope=scope, shape=self._shape(node.left))
         elif isinstance(node, cst.While) and child is node.body:
             deps = self.deps(node.test)
             if deps:
@@ -594,6 +614,13 @@ class RankAnalysis:
                 yield from self._staggered_guards(node, scope)
         elif isinstance(node, (cst.IndentedBlock, cst.Module, cst.SimpleStatementSuite)):
             yield from self._early_exit_guards(node, child, scope)
+
+    def _shape(self, test: cst.BaseExpression) -> TestShape:
+        """The test read for rank sets, once per test (where the walk first guards by it)."""
+        found = self._shape_memo.get(id(test))
+        if found is None:
+            found = self._shape_memo[id(test)] = self.shapes.of(test)
+        return found
 
     def _branch_guard(self, stack: Sequence[cst.CSTNode], index: int, scope: cst.CSTNode | None) -> Guard | None:
         """The guard of an if/elif/else chain whose head is `stack[index]`."""
@@ -621,7 +648,8 @@ class RankAnalysis:
         deps = self._union(tests, 0)
         if not deps:
             return None
-        return Guard(GuardKind.BRANCH, head, deps, own, own, position, len(members) + 1, scope)
+        shape = self._shape(own) if len(members) == 1 else None
+        return Guard(GuardKind.BRANCH, head, deps, own, own, position, len(members) + 1, scope, shape=shape)
 
     def _early_exit_guards(self, block: cst.CSTNode, child: cst.CSTNode, scope: cst.CSTNode | None) -> Iterable[Guard]:
         """`if <cond>: ... return` earlier in `block`: the rest is its else branch."""
@@ -630,7 +658,7 @@ class RankAnalysis:
             if deps:
                 yield Guard(
                     GuardKind.BRANCH, statement, deps, statement.test, statement.test, 1, 2,
-                    scope, exit=last_statement(statement.body),
+                    scope, exit=last_statement(statement.body), shape=self._shape(statement.test),
                 )  # fmt: skip
 
     def _decorator_guards(self, function: cst.FunctionDef, scope: cst.CSTNode | None) -> Iterable[Guard]:
@@ -725,6 +753,15 @@ def _decorator_name(decorator: cst.Decorator) -> str | None:
         expr = expr.func
     name = dotted_name(expr)
     return name.rsplit(".", 1)[-1] if name else None
+
+
+def _is_flag(value: cst.CSTNode) -> bool:
+    """A parameter whose default is `True`/`False`: a switch, not a rank."""
+    return (
+        isinstance(value, cst.Param)
+        and isinstance(value.default, cst.Name)
+        and value.default.value in ("True", "False")
+    )
 
 
 def _is_property(function: cst.FunctionDef) -> bool:

@@ -33,14 +33,18 @@ class RankZeroTests:
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        self.tests: list[tuple[cst.FunctionDef | None, cst.BaseExpression, bool]] = []
+        #: (function, test, usable anywhere, rank dependence its subject needs).
+        self.tests: list[tuple[cst.FunctionDef | None, cst.BaseExpression, bool, object]] = []
 
     def note(self, node: cst.If) -> None:
-        """Record `node`'s test if it selects rank 0 (call from `visit_If`)."""
+        """Record `node`'s test if it may select rank 0 (call from `visit_If`);
+        whether its subject is a rank is known after the walk."""
         test = node.test
-        if _is_rank_zero_test(test, self.ctx):
+        subject = _rank_zero_subject(test)
+        if subject is not None:
             anywhere = isinstance(test, cst.Call) and not test.args and isinstance(test.func, cst.Name)
-            self.tests.append((self.ctx.enclosing_function(), test, anywhere))
+            deps = self.ctx.rank.deps(subject) if subject is not test else None
+            self.tests.append((self.ctx.enclosing_function(), test, anywhere, deps))
 
     def mark(self) -> int:
         """How many tests are known now: a site may reuse only those before it."""
@@ -63,34 +67,40 @@ class RankZeroTests:
         return ProposedFix(f"Run it on rank 0 only: `if {code}:`", ((statement, wrapped),), Applicability.UNSAFE)
 
     def _test_for(self, function: cst.FunctionDef | None, before: int) -> cst.BaseExpression | None:
-        earlier = self.tests[:before]
+        usable = [(owner, test, anywhere) for owner, test, anywhere, deps in self.tests if self._selects_zero(deps)]
+        earlier = [t for t in usable if any(t[1] is e[1] for e in self.tests[:before])]
         for owner, test, _ in earlier:
             if owner is function:
                 return test
-        for _, test, anywhere in self.tests:  # `is_main_process()` of a module-level helper
+        for _, test, anywhere in usable:  # `is_main_process()` of a module-level helper
             if anywhere and self.ctx.scopes.lookup(test.func.value) is not None:  # type: ignore[union-attr]
                 return test
         return None
 
+    def _selects_zero(self, deps: object) -> bool:
+        """Whether a recorded test's subject is a rank (predicates need nothing)."""
+        return deps is None or self.ctx.rank.is_rank_dependent(deps)  # type: ignore[arg-type]
 
-def _is_rank_zero_test(test: cst.BaseExpression, ctx: FileContext) -> bool:
+
+def _rank_zero_subject(test: cst.BaseExpression) -> cst.BaseExpression | None:
+    """For `x == 0` / `x in (-1, 0)` the global-rank candidate `x`; for a
+    main-process predicate the test itself; else None."""
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         (comparison,) = test.comparisons
         left, right = test.left, comparison.comparator
+        subject = None
         if isinstance(comparison.operator, cst.Equal):
             subject = right if _is_zero(left) else left if _is_zero(right) else None
-            return subject is not None and _global_rank(subject, ctx)
-        if isinstance(comparison.operator, cst.In) and isinstance(right, (cst.List, cst.Tuple)):
+        elif isinstance(comparison.operator, cst.In) and isinstance(right, (cst.List, cst.Tuple)):
             values = {cst.Module([]).code_for_node(e.value) for e in right.elements}
-            return values == {"-1", "0"} and _global_rank(left, ctx)
-        return False
+            subject = left if values == {"-1", "0"} else None
+        if subject is None or "local" in cst.Module([]).code_for_node(subject).lower():
+            return None  # local rank 0 runs once per node
+        return subject
     target = test.func if isinstance(test, cst.Call) else test
-    return isinstance(target, (cst.Name, cst.Attribute)) and last_name(target) in MAIN_PREDICATES
-
-
-def _global_rank(node: cst.BaseExpression, ctx: FileContext) -> bool:
-    """A rank-dependent value that is not a local rank (local rank 0 runs once per node)."""
-    return "local" not in cst.Module([]).code_for_node(node).lower() and ctx.rank.expression_is_rank_dependent(node)
+    if isinstance(target, (cst.Name, cst.Attribute)) and last_name(target) in MAIN_PREDICATES:
+        return test
+    return None
 
 
 def _is_zero(node: cst.BaseExpression) -> bool:

@@ -1,0 +1,286 @@
+"""The module's call graph: who calls which of its functions, from where.
+
+Recorded in the engine's one walk, for the rank analysis and the execution
+model (`execution.py`). A *reference* is a call of a module function, a
+method called on ``self``/``cls`` or on an object of a module class built in
+the module (``meter = ProgressMeter(...); meter.display(i)``), or a function
+handed to another call (``mp.spawn(main_worker, ...)``,
+``register_save_state_pre_hook(save_hook)``). Each keeps the guards around
+it, the function it is in, the loops around it and the rank dependence of
+its arguments, so that who runs a function can be derived from who runs
+its callers.
+
+Launchers are data: `LAUNCH_FUNCTIONS` start one worker process per rank
+and return in the parent (``torch.multiprocessing.spawn``); with
+`INDEXED_LAUNCHES` the worker's first parameter is its process index, a
+local rank.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from ddplint.analysis.loops import is_step
+from ddplint.analysis.names import last_name
+from ddplint.lazy import cst
+
+if TYPE_CHECKING:
+    from ddplint.analysis.rank import Deps, Guard, RankAnalysis
+
+#: Calls that start worker processes, one per rank, and wait in the parent.
+INDEXED_LAUNCHES = frozenset(
+    {
+        "torch.multiprocessing.spawn", "torch.multiprocessing.spawn.spawn",
+        "torch.multiprocessing.start_processes", "torch.multiprocessing.spawn.start_processes",
+        "torch_xla.distributed.xla_multiprocessing.spawn",
+    }
+)  # fmt: skip
+#: Launchers whose worker does not receive its index (detectron2's `launch(main, num_gpus, ...)`).
+LAUNCH_FUNCTIONS = INDEXED_LAUNCHES | frozenset({"detectron2.engine.launch", "detectron2.engine.launch.launch"})
+
+#: Calls that show the code around them runs as one process per rank: it
+#: joins the process group, builds a per-rank framework object or wraps a model.
+PER_RANK_EVIDENCE = frozenset(
+    {
+        "init_process_group", "init_distributed", "init_distributed_mode", "init_dist", "setup_for_distributed",
+        "Accelerator", "PartialState", "DistributedDataParallel", "FullyShardedDataParallel", "fully_shard",
+        "launch_from_torch", "init_device_mesh",
+    }
+)  # fmt: skip
+_DEEPSPEED_INITIALIZE = frozenset({"deepspeed.initialize"})
+
+_SELF = ("self", "cls")
+
+
+@dataclass(frozen=True, eq=False)
+class Reference:
+    """A call of (or a reference to) a function of the module, and its guards.
+
+    `arguments` holds the rank dependencies of a call's arguments as
+    (keyword or None, deps) in order, to tell what a parameter receives;
+    `loops` the loops around the call within its function; `launch` whether
+    the reference hands a worker to a launcher (``mp.spawn(worker)``).
+    """
+
+    targets: tuple[cst.FunctionDef, ...]
+    method: str | None
+    guards: tuple[Guard, ...]
+    function: cst.FunctionDef | None
+    arguments: tuple[tuple[str | None, Deps], ...] = ()
+    loops: tuple[cst.CSTNode, ...] = ()
+    launch: bool = False
+    #: The launcher passes the process index as the first argument.
+    indexed: bool = False
+    #: At module level, inside ``if __name__ == "__main__":``.
+    main_block: bool = False
+    #: The ``if`` branches it is in, within its function (`branch_path`).
+    path: tuple[tuple[int, int], ...] = ()
+
+
+class CallGraph:
+    """Walker part of the rank analysis: functions, methods and references."""
+
+    def __init__(self, rank: RankAnalysis) -> None:
+        self.rank = rank
+        self.ctx = rank.ctx
+        #: Module functions and methods by name (methods on `self` resolve by name).
+        self.functions: dict[str, list[cst.FunctionDef]] = defaultdict(list)
+        #: Methods of each class of the module, by name.
+        self.methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = defaultdict(dict)
+        self.owner: dict[cst.FunctionDef, cst.ClassDef] = {}
+        self.references: list[Reference] = []
+        #: Functions (and classes) whose own code shows they run once per rank.
+        self.evidence: set[cst.CSTNode] = set()
+        #: Loops that take an optimisation step, and functions that do.
+        self.training_loops: set[cst.CSTNode] = set()
+        self.trains: set[cst.FunctionDef] = set()
+        #: Functions containing a launch call (None: module level), with the
+        #: branch path of each launch call in them.
+        self.launchers: dict[cst.FunctionDef | None, list[tuple[tuple[int, int], ...]]] = defaultdict(list)
+        #: Parameters -> (function, position among the positional parameters).
+        self.parameters: dict[cst.Param, tuple[cst.FunctionDef, int]] = {}
+
+    # ------------------------------------------------------------ walker hooks
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions[node.name.value].append(node)
+        owner = _class_of(self.ctx.stack)
+        if owner is not None:
+            self.methods[owner].setdefault(node.name.value, node)
+            self.owner[node] = owner
+        positional = (*node.params.posonly_params, *node.params.params)
+        for index, param in enumerate(positional):
+            self.parameters[param] = (node, index)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        func = node.func
+        names = ctx.qualified_names(func)
+        launch = bool(names & LAUNCH_FUNCTIONS)
+        self._note_evidence(node, names)
+        if is_step(node):
+            self._note_step()
+        targets = self._targets(func)
+        method = None
+        if not targets and isinstance(func, cst.Attribute) and last_name(func.value) in _SELF:
+            method = func.attr.value
+        passed = [t for arg in node.args for t in self._function_values(arg.value)]
+        function = ctx.enclosing_function()
+        if launch:
+            self.launchers[function].append(branch_path(ctx.stack))
+        if not (targets or method or passed):
+            return
+        rank = self.rank
+        guards = rank.guards()[0]
+        loops = enclosing_loops(ctx.stack)
+        main = function is None and in_main_block(ctx.stack)
+        path = branch_path(ctx.stack)
+        if targets or method:
+            arguments = tuple(
+                (arg.keyword.value if arg.keyword else None, rank.deps(arg.value)) for arg in node.args if not arg.star
+            )
+            self.references.append(Reference(targets, method, guards, function, arguments, loops, main_block=main, path=path))
+        if passed:  # mp.spawn(train, ...), threading.Thread(target=worker), hooks
+            indexed = bool(names & INDEXED_LAUNCHES)
+            self.references.append(
+                Reference(tuple(passed), None, guards, function, (), loops, launch, indexed, main, path)
+            )
+
+    def in_launcher(self, function: cst.FunctionDef | None, path: tuple[tuple[int, int], ...]) -> bool:
+        """Whether code at `path` in `function` runs in the launcher parent:
+        the function starts workers, and the code is on the launch's path
+        (before or after it, not in a branch that excludes it)."""
+        return any(compatible(path, launch) for launch in self.launchers.get(function, ()))
+
+    # ------------------------------------------------------------ resolution
+
+    def _function_values(self, node: cst.BaseExpression) -> tuple[cst.FunctionDef, ...]:
+        if isinstance(node, cst.Name):
+            return tuple(v for v in self.ctx.values_of(node) if isinstance(v, cst.FunctionDef))
+        return ()
+
+    def _targets(self, func: cst.BaseExpression) -> tuple[cst.FunctionDef, ...]:
+        """Module functions a call may run: a function by name, a class's
+        ``__init__``, or a method of an object built from a module class."""
+        if isinstance(func, cst.Name):
+            found: list[cst.FunctionDef] = []
+            for value in self.ctx.values_of(func):
+                if isinstance(value, cst.FunctionDef):
+                    found.append(value)
+                elif isinstance(value, cst.ClassDef) and "__init__" in self.methods.get(value, {}):
+                    found.append(self.methods[value]["__init__"])
+            return tuple(found)
+        if isinstance(func, cst.Attribute) and not (isinstance(func.value, cst.Name) and func.value.value in _SELF):
+            found = []
+            for cls in self._classes_of(func.value):
+                method = self.methods.get(cls, {}).get(func.attr.value)
+                if method is not None:
+                    found.append(method)
+            return tuple(found)
+        return ()
+
+    def _classes_of(self, receiver: cst.BaseExpression) -> list[cst.ClassDef]:
+        """The module classes an object (a name, or a constructor call) may be built from."""
+        values = self.ctx.values_of(receiver) if isinstance(receiver, cst.Name) else (receiver,)
+        classes = []
+        for value in values:
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+                classes += [v for v in self.ctx.values_of(value.func) if isinstance(v, cst.ClassDef)]
+        return classes
+
+    def targets_of(self, reference: Reference) -> tuple[cst.FunctionDef, ...]:
+        """The functions a reference may reach (methods on `self` resolve by name)."""
+        if reference.method is not None:
+            return tuple(self.functions.get(reference.method, ()))
+        return reference.targets
+
+    def class_of(self, function: cst.FunctionDef) -> cst.ClassDef | None:
+        return self.owner.get(function)
+
+    # ------------------------------------------------------------ evidence
+
+    def _note_evidence(self, node: cst.Call, names: frozenset) -> None:
+        last = last_name(node.func)
+        if last in PER_RANK_EVIDENCE or names & _DEEPSPEED_INITIALIZE:
+            for owner in reversed(self.ctx.stack):
+                if isinstance(owner, (cst.FunctionDef, cst.ClassDef)):
+                    self.evidence.add(owner)
+                    if isinstance(owner, cst.ClassDef) or _class_of_direct(self.ctx.stack, owner) is None:
+                        break
+
+    def _note_step(self) -> None:
+        stack = self.ctx.stack
+        for loop in enclosing_loops(stack):
+            self.training_loops.add(loop)
+        for node in reversed(stack):
+            if isinstance(node, cst.FunctionDef):
+                self.trains.add(node)
+                break
+
+
+def enclosing_loops(stack: Sequence[cst.CSTNode]) -> tuple[cst.CSTNode, ...]:
+    """The loops around the innermost node of `stack`, innermost first, within its function."""
+    loops = []
+    for node, child in zip(reversed(stack[:-1]), reversed(stack[1:])):
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            break
+        if isinstance(node, (cst.For, cst.While)) and child is node.body:
+            loops.append(node)
+    return tuple(loops)
+
+
+def branch_path(stack: Sequence[cst.CSTNode]) -> tuple[tuple[int, int], ...]:
+    """The ``if`` branches around the innermost node, within its function:
+    (id of the ``if``, 0 for its body or 1 for its ``else``/``elif``)."""
+    path = []
+    for node, child in zip(stack[:-1], stack[1:]):
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            path = []
+        elif isinstance(node, cst.If):
+            if child is node.body:
+                path.append((id(node), 0))
+            elif child is node.orelse:
+                path.append((id(node), 1))
+    return tuple(path)
+
+
+def compatible(a: tuple[tuple[int, int], ...], b: tuple[tuple[int, int], ...]) -> bool:
+    """Whether two branch paths can both run (no ``if`` taken both ways)."""
+    taken = dict(a)
+    return all(taken.get(owner, branch) == branch for owner, branch in b)
+
+
+def in_main_block(stack: Sequence[cst.CSTNode]) -> bool:
+    """Whether the node is inside a module-level ``if __name__ == "__main__":``."""
+    for index, node in enumerate(stack):
+        if isinstance(node, cst.If) and index + 1 < len(stack) and stack[index + 1] is node.body:
+            if _is_main_test(node.test):
+                return True
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            return False
+    return False
+
+
+def _is_main_test(test: cst.BaseExpression) -> bool:
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    names = [s.value for s in sides if isinstance(s, cst.Name)]
+    strings = [s.evaluated_value for s in sides if isinstance(s, cst.SimpleString)]
+    return names == ["__name__"] and strings == ["__main__"]
+
+
+def _class_of(stack: Sequence[cst.CSTNode]) -> cst.ClassDef | None:
+    """The class whose body directly defines the function at the top of `stack`."""
+    if len(stack) >= 3 and isinstance(stack[-3], cst.ClassDef) and stack[-2] is stack[-3].body:
+        return stack[-3]
+    return None
+
+
+def _class_of_direct(stack: Sequence[cst.CSTNode], function: cst.FunctionDef) -> cst.ClassDef | None:
+    index = next((i for i, n in enumerate(stack) if n is function), None)
+    if index is None or index < 2:
+        return None
+    return _class_of(stack[: index + 1])

@@ -1,0 +1,264 @@
+"""Who runs a line: the execution model every per-rank rule asks.
+
+For a recorded `Site`, `ExecutionModel.runs(site)` says which processes of
+a distributed job execute it, once the walk is over:
+
+* the launcher parent only (`Runs.LAUNCHER`): code of a function that starts
+  the workers (``mp.spawn(main_worker, ...)``), what only it calls, and the
+  ``if __name__ == "__main__":`` block of such a module;
+* a one-process run only (`Runs.SINGLE`: ``if not dist.is_initialized():``);
+* a set of ranks, from the guards around the site and around the calls of
+  its function: every rank, every rank but one (the ``else`` of
+  ``if rank == 0:``), one per node (``if local_rank == 0:``), one rank, or
+  some data-dependent set;
+* `Runs.UNKNOWN` when nothing in the module runs the function: its callers
+  are elsewhere. A function whose own code shows that it runs on every rank
+  (it joins the process group, builds an `Accelerator`, wraps a model) is an
+  entry point even so.
+
+`repeated(site)` says whether the site runs again and again: inside a
+training loop (one that takes optimisation steps), a loop around one (the
+epoch loop), or in a function such a loop calls.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Iterable
+
+from ddplint.analysis.rank_sets import RankSets
+from ddplint.lazy import cst
+
+if TYPE_CHECKING:
+    from ddplint.analysis.callgraph import CallGraph
+    from ddplint.analysis.rank import Guard, RankAnalysis, Site
+
+
+class Runs(enum.Enum):
+    """Who executes a line in a distributed job."""
+
+    ALL = "every rank"
+    ALL_BUT_ONE = "every rank but one"
+    PER_NODE = "one rank per node"
+    SOME = "some ranks"
+    ONE = "one rank"
+    LAUNCHER = "the launcher process"
+    SINGLE = "a one-process run only"
+    UNKNOWN = "unknown"
+
+    @property
+    def many(self) -> bool:
+        """More than one rank runs it, on every job of more than two ranks."""
+        return self in (Runs.ALL, Runs.ALL_BUT_ONE)
+
+
+#: Rank sets ordered by size: a union is the larger, an intersection the smaller.
+ORDER = (Runs.ONE, Runs.SOME, Runs.PER_NODE, Runs.ALL_BUT_ONE, Runs.ALL)
+_LEVEL = {runs: index for index, runs in enumerate(ORDER)}
+
+
+def smaller(a: Runs, b: Runs) -> Runs:
+    return a if _LEVEL[a] <= _LEVEL[b] else b
+
+
+def larger(a: Runs, b: Runs) -> Runs:
+    return a if _LEVEL[a] >= _LEVEL[b] else b
+
+
+class ExecutionModel:
+    """After the walk: who runs each function of the module, and each site."""
+
+    def __init__(self, rank: RankAnalysis, graph: CallGraph) -> None:
+        self.rank = rank
+        self.graph = graph
+        self.sets = RankSets(rank)
+        self._workers: dict[cst.FunctionDef, Runs] | None = None
+        self._parent: set | None = None
+        self._repeated: set | None = None
+
+    # ------------------------------------------------------------ answers
+
+    def runs(self, site: Site) -> Runs:
+        """Who executes `site` (final after the walk)."""
+        if site.single_process:
+            return Runs.SINGLE
+        if self._launcher_code(site.function, site.path, site.main_block):
+            return Runs.LAUNCHER
+        base = self.function_runs(site.function)
+        if base not in _LEVEL:
+            return base
+        return smaller(base, self.guards_runs(site.guards))
+
+    def _launcher_code(self, function: cst.FunctionDef | None, path: tuple, main_block: bool) -> bool:
+        """Code on the path of a launch call; at module level only in the
+        ``__main__`` block (a spawned worker imports the rest again)."""
+        return (function is not None or main_block) and self.graph.in_launcher(function, path)
+
+    def function_runs(self, function: cst.FunctionDef | None) -> Runs:
+        """Who executes the body of `function` (None: module-level code)."""
+        if function is None:
+            return Runs.ALL
+        found = self.workers().get(function)
+        if found is not None:
+            return found
+        return Runs.LAUNCHER if function in self.parent() else Runs.UNKNOWN
+
+    def guards_runs(self, guards: Iterable[Guard]) -> Runs:
+        """The ranks that get past all of `guards`."""
+        result = Runs.ALL
+        for guard in guards:
+            result = smaller(result, self._guard_runs(guard))
+        return result
+
+    def _guard_runs(self, guard: Guard) -> Runs:
+        from ddplint.analysis.rank import SELECTING, GuardKind
+
+        if guard.kind not in SELECTING or not self.rank.is_rank_dependent(guard.deps):
+            return Runs.ALL
+        if guard.kind is GuardKind.DECORATOR:
+            return Runs.PER_NODE if "local" in self.rank.ctx.module.code_for_node(guard.test) else Runs.ONE
+        if guard.shape is None:
+            return Runs.SOME  # a `while` on the rank, an elif chain
+        if guard.kind is GuardKind.SHORT_CIRCUIT:
+            owner = guard.owner
+            return self.sets.evaluate(guard.shape, isinstance(owner.operator, cst.And))  # type: ignore[attr-defined]
+        if guard.exit is not None:
+            return self.sets.evaluate(guard.shape, False)
+        return self.sets.evaluate(guard.shape, guard.branch == 0)
+
+    def repeated(self, site: Site) -> bool:
+        """Whether the site runs once per step or epoch (final after the walk)."""
+        if self._in_training(site.loops):
+            return True
+        return site.function is not None and site.function in self._repeated_functions()
+
+    @property
+    def is_launcher_module(self) -> bool:
+        return any(r.launch for r in self.graph.references)
+
+    def launched_workers(self) -> set[cst.FunctionDef]:
+        """The functions handed to a launcher (`mp.spawn(main_worker, ...)`)."""
+        return {t for r in self.graph.references if r.launch for t in r.targets}
+
+    def launched_parameters(self) -> set[cst.Param]:
+        """First parameters of the workers an indexed launcher starts: the process index."""
+        found = set()
+        for reference in self.graph.references:
+            if reference.indexed:
+                for target in reference.targets:
+                    positional = (*target.params.posonly_params, *target.params.params)
+                    if positional:
+                        found.add(positional[0])
+        return found
+
+    # ------------------------------------------------------------ reach
+
+    def workers(self) -> dict[cst.FunctionDef, Runs]:
+        """Functions that ranks run, with the ranks (a fixed point over the calls)."""
+        if self._workers is not None:
+            return self._workers
+        graph = self.graph
+        runs: dict[cst.FunctionDef, Runs] = {f: Runs.ALL for f in self._entry_points()}
+        changed = True
+        while changed:
+            changed = False
+            for reference in graph.references:
+                caller = self._caller_runs(reference, runs)
+                if caller is None:
+                    continue
+                reached = smaller(caller, self.guards_runs(reference.guards))
+                for target in graph.targets_of(reference):
+                    if target not in runs or _LEVEL[reached] > _LEVEL[runs[target]]:
+                        runs[target] = reached if target not in runs else larger(runs[target], reached)
+                        changed = True
+        self._workers = runs
+        return runs
+
+    def _caller_runs(self, reference, runs: dict) -> Runs | None:
+        if reference.launch:
+            return Runs.ALL  # the workers: one per rank, whoever launched them
+        if self._launcher_code(reference.function, reference.path, reference.main_block):
+            return None  # the launcher's own calls
+        if reference.function is None:
+            return Runs.ALL
+        return runs.get(reference.function)
+
+    def _entry_points(self) -> list[cst.FunctionDef]:
+        """Functions nobody in the module calls whose own code runs per rank."""
+        graph = self.graph
+        called = {t for r in graph.references for t in graph.targets_of(r)}
+        entries = []
+        for functions in graph.functions.values():
+            for function in functions:
+                if function in called:
+                    continue
+                owner = graph.class_of(function)
+                if function in graph.evidence or (owner is not None and owner in graph.evidence):
+                    entries.append(function)
+        return entries
+
+    def parent(self) -> set:
+        """Functions only the launcher runs (before and after it starts the workers)."""
+        if self._parent is not None:
+            return self._parent
+        graph = self.graph
+        found: set = set()
+        changed = True
+        while changed:
+            changed = False
+            for reference in graph.references:
+                if reference.launch:
+                    continue
+                launcher = self._launcher_code(reference.function, reference.path, reference.main_block)
+                if not (reference.function in found or launcher):
+                    continue
+                for target in graph.targets_of(reference):
+                    if target not in found:
+                        found.add(target)
+                        changed = True
+        self._parent = found
+        return found
+
+    # ------------------------------------------------------------ repetition
+
+    def _in_training(self, loops: Iterable[cst.CSTNode]) -> bool:
+        training = self._training_loops()
+        return any(loop in training for loop in loops)
+
+    def _training_loops(self) -> set:
+        """Loops that take a step, loops around them, and loops calling a function that trains."""
+        graph = self.graph
+        trains = set(graph.trains)
+        changed = True
+        while changed:
+            changed = False
+            for reference in graph.references:
+                if reference.function is not None and reference.function not in trains and not reference.launch:
+                    if any(t in trains for t in graph.targets_of(reference)):
+                        trains.add(reference.function)
+                        changed = True
+        loops = set(graph.training_loops)
+        for reference in graph.references:
+            if not reference.launch and any(t in trains for t in graph.targets_of(reference)):
+                loops.update(reference.loops)
+        return loops
+
+    def _repeated_functions(self) -> set:
+        if self._repeated is not None:
+            return self._repeated
+        graph = self.graph
+        found: set = set()
+        for reference in graph.references:
+            if not reference.launch and self._in_training(reference.loops):
+                found.update(graph.targets_of(reference))
+        changed = True
+        while changed:
+            changed = False
+            for reference in graph.references:
+                if reference.function in found and not reference.launch:
+                    for target in graph.targets_of(reference):
+                        if target not in found:
+                            found.add(target)
+                            changed = True
+        self._repeated = found
+        return found
