@@ -2,36 +2,28 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from ddplint.analysis.names import dotted_name, last_name
+from ddplint.analysis.names import dotted_name
 from ddplint.analysis.rank import Site
 from ddplint.analysis.rewrite import ProposedFix, is_atom, parenthesized
+from ddplint.analysis.seeding import (
+    COMMON_SEED,
+    DRAW_METHODS,
+    PER_SAMPLE_METHODS,
+    is_draw,
+    is_hf_trainer,
+    random_layer_call,
+    seed_call,
+)
 from ddplint.lazy import cst
 from ddplint.model import Applicability, Severity
 from ddplint.rule import Rule
-
-SEED_FUNCTIONS = frozenset(
-    {
-        "torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "torch.random.manual_seed",
-        "numpy.random.seed", "random.seed",
-        "lightning.seed_everything", "lightning.pytorch.seed_everything", "pytorch_lightning.seed_everything",
-        "lightning.fabric.seed_everything", "lightning_fabric.seed_everything",
-        "lightning.pytorch.utilities.seed.seed_everything", "pytorch_lightning.utilities.seed.seed_everything",
-        "lightning.fabric.utilities.seed.seed_everything", "lightning_fabric.utilities.seed.seed_everything",
-        "transformers.set_seed", "transformers.trainer_utils.set_seed",
-        "accelerate.utils.set_seed", "accelerate.utils.random.set_seed",
-    }
-)  # fmt: skip
 #: Values that are the same on every rank of a job.
 UNIFORM_NAMES = frozenset({"world_size", "num_processes", "num_replicas", "n_gpu", "num_gpus", "ngpus", "nprocs"})
 UNIFORM_CALLS = frozenset({"torch.distributed.get_world_size", "torch.cuda.device_count"})
 #: Tensor parallelism needs identical inputs and dropout masks within a group.
 TENSOR_PARALLEL = "torch.distributed.tensor.parallel"
-INIT_PROCESS_GROUP = frozenset(
-    {"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"}
-)
 
 
 #: Variables that hold the global rank (a local rank repeats on every node).
@@ -50,8 +42,6 @@ class _Seed:
     site: Site
     shown: str
     order: int
-    #: The parameters of the enclosing function that the seed argument uses.
-    params: frozenset[str]
     device_specific: bool
     #: Whether the seed is certainly the same on every rank (literals, seed
     #: settings, loop counters); anything else is not judged.
@@ -135,18 +125,19 @@ class RankUnawareSeed(Rule):
     code = "DDP008"
     name = "rank-unaware-seed"
     severity = Severity.WARNING
-    summary = "Every rank uses the same random seed (or none is set)."
+    summary = "Every rank seeds its random generators with the same seed."
     requires = frozenset({"rank"})
     distributed_only = True
-    tokens = ("manual_seed", "manual_seed_all", "seed", "seed_everything", "set_seed", "init_process_group")
+    tokens = ("manual_seed", "manual_seed_all", "seed", "seed_everything", "set_seed", "init_seeds")
     tags = ("reproducibility", "correctness")
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.seeds: list[_Seed] = []
-        self.inits: list[Site] = []
-        self.seeding_helpers = False
+        self.draws: list[Site] = []
         self.tensor_parallel = False
+        self.hf_trainer = False
+        self.random_layers = False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         module = dotted_name(node.module) if node.module is not None else None
@@ -156,11 +147,13 @@ class RankUnawareSeed(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         names = ctx.qualified_names(node.func)
-        if names & INIT_PROCESS_GROUP:
-            self.inits.append(ctx.rank.site(node))
-        if not names & SEED_FUNCTIONS:
-            if "seed" in (last_name(node.func) or "").lower():
-                self.seeding_helpers = True  # YOLOv5's init_seeds(opt.seed + RANK), imported from utils
+        if is_draw(names) or (isinstance(node.func, cst.Attribute) and node.func.attr.value in DRAW_METHODS):
+            self.draws.append(ctx.rank.site(node))
+        if is_hf_trainer(names):
+            self.hf_trainer = True
+        if not self.random_layers and random_layer_call(node):
+            self.random_layers = True
+        if not seed_call(node, ctx):
             return
         args = [a for a in node.args if a.keyword is None or a.keyword.value in ("seed", "a")]
         value = args[0].value if args else None
@@ -172,9 +165,7 @@ class RankUnawareSeed(Rule):
         shown = f"`{ctx.module.code_for_node(node.func)}({ctx.module.code_for_node(value) if value else ''})`"
         uniform = value is not None and self._uniform(value)
         fix = self._fix(value) if uniform and value is not None else None
-        self.seeds.append(
-            _Seed(ctx.rank.site(node, deps), shown, len(self.seeds), self._parameters(value), device_specific, uniform, fix)
-        )
+        self.seeds.append(_Seed(ctx.rank.site(node, deps), shown, len(self.seeds), device_specific, uniform, fix))
 
     def _fix(self, value: cst.BaseExpression) -> ProposedFix:
         """`seed` -> `seed + rank` with a global-rank variable bound here (unsafe:
@@ -191,21 +182,26 @@ class RankUnawareSeed(Rule):
         """Whether a seed value is certainly the same on every rank.
 
         Literals, names and keys that say "seed" (`seed`, `args.seed`,
-        `config["seed"]`), loop counters, and arithmetic or int()/str() of
-        those. Anything else (`base + stage_index`, `time.time()`) may
-        differ per rank by design and is not judged.
+        `config["seed"]`) unless the module assigns them something else
+        (`args.seed = random.randint(1, 1000)` draws a different seed in each
+        process), loop counters, and arithmetic or int()/str() of those.
+        Anything else (`base + stage_index`, `time.time()`) may differ per
+        rank by design and is not judged.
         """
         if depth > 8:
             return False
         depth += 1
         if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
             return True
-        if isinstance(node, cst.BinaryOperation):
+        if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation)):
             return self._uniform(node.left, depth) and self._uniform(node.right, depth)
         if isinstance(node, cst.UnaryOperation):
             return self._uniform(node.expression, depth)
         if isinstance(node, cst.Attribute):
-            return "seed" in node.attr.value.lower() or node.attr.value in UNIFORM_NAMES
+            if not ("seed" in node.attr.value.lower() or node.attr.value in UNIFORM_NAMES):
+                return False
+            assigned = self.ctx.rank.attribute_values.get(node.attr.value, [])
+            return all(self._uniform(v, depth) or _same_attribute(v, node) for v in assigned)
         if isinstance(node, cst.Subscript):
             key = node.slice[0].slice if len(node.slice) == 1 else None
             return isinstance(key, cst.Index) and "seed" in (self.ctx.module.code_for_node(key.value).lower())
@@ -217,97 +213,59 @@ class RankUnawareSeed(Rule):
                 self._uniform(a.value, depth) for a in node.args
             )
         if isinstance(node, cst.Name):
+            binding = self.ctx.scopes.lookup(node.value)
+            if binding is not None and binding.values:
+                expressions = [v for v in binding.values if isinstance(v, cst.BaseExpression)]
+                if expressions:
+                    return all(self._uniform(v, depth) for v in expressions)
             if "seed" in node.value.lower() or node.value in UNIFORM_NAMES:
                 return True
-            binding = self.ctx.scopes.lookup(node.value)
             if binding is None:
                 return False
-            if not binding.values:
-                return None in binding.qualnames  # a loop counter (every rank runs the same loop)
-            return all(isinstance(v, cst.BaseExpression) and self._uniform(v, depth) for v in binding.values)
+            return not binding.values and None in binding.qualnames  # a loop counter (every rank runs the same loop)
         return False
 
-    def _parameters(self, value: cst.BaseExpression | None) -> frozenset[str]:
-        function = self.ctx.enclosing_function()
-        if value is None or function is None:
-            return frozenset()
-        params = {p.name.value for p in (*function.params.params, *function.params.kwonly_params, *function.params.posonly_params)}
-        used = set()
-        todo = [value]
-        while todo:
-            node = todo.pop()
-            if isinstance(node, cst.Name) and node.value in params:
-                used.add(node.value)
-            elif isinstance(node, (cst.BinaryOperation, cst.Attribute, cst.Call, cst.Subscript)):
-                todo.extend(c for c in node.children if isinstance(c, cst.BaseExpression))
-        return frozenset(used)
-
     def finish(self) -> None:
-        if self.tensor_parallel:
-            return  # ranks of a tensor-parallel group need the same random stream
-        if not self.seeds:
-            if self.seeding_helpers or not _trains(self.ctx.source):
-                return  # a tool or benchmark that joins a group but trains nothing needs no seed
-            for init in self.inits:
-                if self.ctx.rank.runs_on_every_rank(init):
-                    self.report(
-                        init.node,
-                        "the process group is initialised but nothing is seeded: runs are not "
-                        "reproducible; seed each rank with `torch.manual_seed(seed + rank)`",
-                        statement=init.statement,
-                    )
+        if self.tensor_parallel or self.hf_trainer or COMMON_SEED.search(self.ctx.source):
+            return  # the ranks need the same random stream (or a trainer reseeds them all alike)
+        if not self.seeds or not self._randomness_in_play():
             return
+        rank = self.ctx.rank
         for seed in self.seeds:
-            if not seed.uniform or self._rank_aware(seed) or not self.ctx.rank.runs_on_every_rank(seed.site):
+            if not seed.uniform or self._rank_aware(seed) or not rank.runs_on_every_rank(seed.site):
                 continue
             self.report(
                 seed.site.node,
-                f"{seed.shown} gives every rank the same seed, so all ranks draw the same dropout masks "
-                "and augmentations; use `seed + rank` (e.g. `torch.manual_seed(seed + dist.get_rank())`)",
+                f"{seed.shown} gives every rank the same seed, so all ranks draw the same dropout masks, "
+                "augmentations and noise; use `seed + rank` (e.g. `torch.manual_seed(seed + dist.get_rank())`)",
                 statement=seed.site.statement,
                 fix=seed.fix,
             )
+
+    def _randomness_in_play(self) -> bool:
+        """Dropout or augmentation in the module, or random draws where the
+        training repeats (the loop, what it calls, a Dataset's per-sample methods)."""
+        if self.random_layers:
+            return True
+        execution = self.ctx.rank.execution
+        return any(
+            execution.repeated(draw) or (draw.function is not None and draw.function.name.value in PER_SAMPLE_METHODS)
+            for draw in self.draws
+        )
 
     def _rank_aware(self, seed: _Seed) -> bool:
         rank = self.ctx.rank
         if seed.device_specific or rank.is_rank_dependent(seed.site.deps):
             return True
-        if any(
+        return any(
             later.order > seed.order and later.site.function is seed.site.function and rank.is_rank_dependent(later.site.deps)
             for later in self.seeds
-        ):
-            return True  # a deliberate same-seed initialisation, reseeded per rank afterwards
-        if seed.params and seed.site.function is not None:
-            return self._every_call_passes_rank(seed.site.function, seed.params)
-        return False
-
-    def _every_call_passes_rank(self, function: cst.FunctionDef, params: frozenset[str]) -> bool:
-        """Whether every call of `function` in the module gives one of `params` a rank-dependent value.
-
-        With no call in the module the value is unknown, and nothing is flagged.
-        """
-        rank = self.ctx.rank
-        positions = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
-        calls = [r for r in rank.references if function in rank.targets_of(r) and r.arguments]
-        for call in calls:
-            offset = 1 if call.method is not None and positions[:1] in (["self"], ["cls"]) else 0
-            given = {}
-            for index, (keyword, deps) in enumerate(call.arguments):
-                index += offset
-                name = keyword or (positions[index] if index < len(positions) else None)
-                if name is not None:
-                    given[name] = deps
-            if not any(rank.is_rank_dependent(given.get(p, frozenset())) for p in params):
-                return False
-        return True
+        )  # a deliberate same-seed initialisation, reseeded per rank afterwards
 
 
-_TRAINING = re.compile(r"\.backward\(|\boptimi[sz]er\.step\(|\.step\(\)")
-
-
-def _trains(source: str) -> bool:
-    """Whether the module takes optimisation steps anywhere."""
-    return _TRAINING.search(source) is not None
+def _same_attribute(value: cst.BaseExpression, attribute: cst.Attribute) -> bool:
+    """`args.seed = args.seed` style re-assignments keep the value."""
+    return isinstance(value, cst.Attribute) and value.attr.value == attribute.attr.value
 
 
 def _is_false(node: cst.BaseExpression) -> bool:

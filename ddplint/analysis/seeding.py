@@ -1,0 +1,130 @@
+"""What the seed rules (DDP008, DDP023, DDP024) know about random state.
+
+* Seed calls: the library seeders (`SEED_FUNCTIONS`) and helpers that seed
+  by convention whichever module defines them (`SEED_HELPERS`: DINO's
+  ``utils.fix_random_seeds(args.seed)``, YOLO's ``init_seeds``). A helper
+  the module defines itself is judged where it calls the library.
+* Launcher-only settings: cuDNN flags and deterministic switches, which, like
+  seeds, stay in the process that sets them.
+* Per-rank randomness in play (`Randomness`): dropout or random
+  augmentation named in the module, or random draws where the training runs
+  again and again (in the training loop, what it calls, a Dataset's
+  ``__getitem__``). Without any, a shared seed changes nothing a rank draws
+  differently, and DDP008 does not guess.
+* A common seed by design (`COMMON_SEED`): code that initialises parameters
+  identically on every rank before sharding them (FSDP, ``fully_shard``,
+  meta-device init, ColossalAI's lazy init, tensor parallelism), and
+  Hugging Face trainers, which reseed every rank identically themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from ddplint.analysis.names import last_name
+from ddplint.lazy import cst
+
+if TYPE_CHECKING:
+    from ddplint.engine.context import FileContext
+
+SEED_FUNCTIONS = frozenset(
+    {
+        "torch.manual_seed", "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "torch.random.manual_seed",
+        "numpy.random.seed", "random.seed",
+        "lightning.seed_everything", "lightning.pytorch.seed_everything", "pytorch_lightning.seed_everything",
+        "lightning.fabric.seed_everything", "lightning_fabric.seed_everything",
+        "lightning.pytorch.utilities.seed.seed_everything", "pytorch_lightning.utilities.seed.seed_everything",
+        "lightning.fabric.utilities.seed.seed_everything", "lightning_fabric.utilities.seed.seed_everything",
+        "transformers.set_seed", "transformers.trainer_utils.set_seed",
+        "accelerate.utils.set_seed", "accelerate.utils.random.set_seed",
+        "colossalai.utils.set_seed", "colossalai.utils.common.set_seed",
+    }
+)  # fmt: skip
+
+#: Helpers that seed torch/NumPy/random with their first argument, by name,
+#: when another module defines them.
+SEED_HELPERS = frozenset(
+    {
+        "fix_random_seeds", "fix_random_seed", "set_seed", "set_seeds", "set_random_seed", "set_random_seeds",
+        "seed_everything", "seed_all", "init_seeds", "setup_seed", "setup_seeds", "same_seeds", "seed_torch",
+        "random_seed", "set_global_seed",
+    }
+)  # fmt: skip
+
+#: `torch.backends.cudnn.<flag> = ...` settings that a spawned worker does not inherit.
+CUDNN_FLAGS = frozenset({"deterministic", "benchmark"})
+DETERMINISM_CALLS = frozenset({"torch.use_deterministic_algorithms"})
+
+#: Random draws (qualified names; NumPy's and Python's whole modules count).
+RANDOM_DRAWS = frozenset(
+    {
+        "torch.randn", "torch.randn_like", "torch.rand", "torch.rand_like", "torch.randint", "torch.randint_like",
+        "torch.randperm", "torch.bernoulli", "torch.multinomial", "torch.normal", "torch.poisson",
+    }
+)  # fmt: skip
+RANDOM_MODULES = ("numpy.random.", "random.")
+NOT_DRAWS = frozenset(
+    {
+        "numpy.random.seed", "numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.get_state",
+        "numpy.random.set_state", "random.seed", "random.Random", "random.SystemRandom", "random.getstate",
+        "random.setstate",
+    }
+)  # fmt: skip
+#: In-place draws on a tensor (`noise.normal_()`).
+DRAW_METHODS = frozenset({"normal_", "uniform_", "bernoulli_", "random_", "exponential_", "geometric_"})
+#: Methods of a Dataset that run once per sample, in the loader's workers.
+PER_SAMPLE_METHODS = frozenset({"__getitem__", "__iter__", "__getitems__"})
+
+#: Dropout and random augmentation, named anywhere in the module.
+_RANDOM_LAYERS = re.compile(
+    r"(?i:drop_?(?:out|path|rate|_prob))|\bRandom[A-Z]\w*|\bRand(?:Augment|omErasing)\b|\bAutoAugment\b|"
+    r"\bTrivialAugment\w*|\bAugMix\b|\bColorJitter\b|\bMixup\b|\bCutMix\b|\bGaussianBlur\b"
+)
+
+#: Code that needs the same seed on every rank: parameters initialised
+#: identically before they are sharded, or a trainer that reseeds them all.
+COMMON_SEED = re.compile(
+    r"\bfully_shard\(|\bFullyShardedDataParallel\(|\bFSDP\(|\bLazyInitContext\b|\bparallelize_module\(|"
+    r"\.to_empty\(|\bdevice\(\s*[\"']meta[\"']|device\s*=\s*[\"']meta[\"']"
+)
+#: Trainer classes that reseed every rank with `args.seed` themselves
+#: (`transformers.Trainer`, `trl.SFTTrainer`, ...; Lightning's does not).
+HF_TRAINER_PACKAGES = ("transformers.", "trl.")
+
+
+def is_hf_trainer(qualnames: frozenset) -> bool:
+    return any(n and n.startswith(HF_TRAINER_PACKAGES) and n.endswith("Trainer") for n in qualnames)
+
+
+def random_layer_call(call: cst.Call) -> bool:
+    """A call that builds or applies dropout or a random augmentation
+    (`nn.Dropout(0.1)`, `T.RandomResizedCrop(224)`, `F.dropout(x)`), or
+    configures one (`Model(hidden_dropout_prob=0.1)`, `drop_path_rate=...`)."""
+    name = last_name(call.func) or ""
+    if _RANDOM_LAYERS.search(name):
+        return True
+    return any(a.keyword is not None and _RANDOM_LAYERS.search(a.keyword.value) for a in call.args)
+
+
+def is_draw(qualnames: frozenset) -> bool:
+    """Whether a call draws from a global random generator."""
+    for name in qualnames:
+        if not name or name in NOT_DRAWS:
+            continue
+        if name in RANDOM_DRAWS or name.startswith(RANDOM_MODULES):
+            return True
+    return False
+
+
+def seed_call(call: cst.Call, ctx: FileContext) -> bool:
+    """Whether `call` seeds the global generators: a library seeder, or a
+    conventional seeding helper the module does not define itself."""
+    func = call.func
+    if ctx.qualified_names(func) & SEED_FUNCTIONS:
+        return True
+    if last_name(func) not in SEED_HELPERS or not call.args:
+        return False
+    if isinstance(func, cst.Name) and any(isinstance(v, cst.FunctionDef) for v in ctx.values_of(func)):
+        return False  # the module's own helper: judged where it calls the library
+    return True
