@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+from ddplint.analysis.blocks import leaves_after
+from ddplint.analysis.execution import Runs
 from ddplint.analysis.names import last_name
 from ddplint.analysis.rank import Site
 from ddplint.analysis.rank_zero import RankZeroTests
@@ -12,15 +15,19 @@ from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
 
-#: Output every rank produces wherever it is called.
-OUTPUT_FUNCTIONS = frozenset(
+#: Writers and runs that each rank that calls them creates once more: a
+#: duplicated run or event file even when called once.
+WRITERS = frozenset(
     {
-        "builtins.print", "wandb.init", "wandb.log", "mlflow.start_run",
-        "torch.utils.tensorboard.SummaryWriter", "torch.utils.tensorboard.writer.SummaryWriter",
-        "tensorboardX.SummaryWriter",
+        "wandb.init", "mlflow.start_run", "torch.utils.tensorboard.SummaryWriter",
+        "torch.utils.tensorboard.writer.SummaryWriter", "tensorboardX.SummaryWriter", "logging.FileHandler",
     }
 )  # fmt: skip
+#: Output that repeats when it runs in the training loop (or what it calls).
+REPEATED_OUTPUT = frozenset({"builtins.print", "wandb.log"})
 MLFLOW_LOGGING = "mlflow.log_"
+#: Per-process values: output that prints them is per rank on purpose.
+PER_PROCESS = frozenset({"os.getpid", "torch.cuda.current_device", "socket.gethostname", "platform.node"})
 PROGRESS_BARS = frozenset(
     {
         "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "tqdm.rich.tqdm",
@@ -28,37 +35,53 @@ PROGRESS_BARS = frozenset(
     }
 )  # fmt: skip
 LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
-LOGGER_NAMES = frozenset({"logger", "log", "LOGGER", "LOG", "_logger", "_log", "logging"})
 #: Loggers that log on the main process only.
 RANK_AWARE_LOGGER_FACTORIES = frozenset({"accelerate.logging.get_logger"})
 #: Helpers that replace `builtins.print` with a rank-0-only version (DETR,
 #: DeiT, MAE, torchvision's references: `utils.init_distributed_mode(args)`).
 PRINT_SILENCERS = frozenset({"init_distributed_mode", "setup_for_distributed"})
+#: `builtins.print = print_pass` (MoCo, SimSiam), Python 2's `__builtin__` too.
+PRINT_TARGETS = frozenset({"builtins.print", "__builtin__.print"})
+#: Functions that set up logging; given the rank, they set it up per rank.
+_LOGGER_SETUP = re.compile(r"^(?:setup|set_up|create|init|build|get|make)_?(?:logging|logger)s?$", re.IGNORECASE)
+#: A keyword that names the ranks a logger call emits on (ColossalAI's `logger.info(msg, ranks=[0])`).
+RANKS_KEYWORDS = frozenset({"ranks", "rank", "main_process_only"})
 
 
 class UnguardedLog(Rule):
     """
     ## What it does
 
-    In distributed code, flags output that every rank produces: `print(...)`,
-    `wandb.init`/`wandb.log`, `SummaryWriter(...)` (the writer's `add_*`
-    calls follow from it), `mlflow.start_run`/`mlflow.log_*`, `tqdm(...)`/
-    `trange(...)` without a `disable=` tied to the rank, and `logging`/loguru
-    logger calls inside a training loop (a loop that calls `.backward()` or
-    `optimizer.step()`).
+    In distributed code, flags output that more than one rank repeats, and
+    writers that every rank opens again:
 
-    Not flagged: calls under a rank guard or in functions the module only
-    calls from guarded code, and output only a one-process run reaches
-    (`if not args.distributed:`; see DDP006); error reporting in `except`
-    clauses (each rank that fails should say so); `print` of rank-dependent text
-    (`print(f"[rank {rank}] ...")`, deliberately per rank);
-    `accelerator.print`, Lightning's `self.log`/`self.print`,
-    `rank_zero_info`/`rank_zero_warn`, a module's own `print_rank_0`;
-    loggers from `accelerate.logging.get_logger` (main process only by
-    default); loggers whose level or filter the module sets from the rank
-    (`logger.setLevel(logging.INFO if rank == 0 else logging.WARN)`,
-    `logging.basicConfig(level=...)` likewise); logger calls outside
-    training loops.
+    - `print(...)`, `logging`/loguru logger calls, `wandb.log` and
+      `mlflow.log_*` in the training loop (a loop that calls `.backward()`
+      or `optimizer.step()`), in the epoch loop around it, or in a function
+      or method such a loop calls (a `ProgressMeter.display()` that prints
+      every N steps, a `validate()` run every epoch);
+    - progress bars, `tqdm(...)`/`trange(...)`, without a `disable=` tied to
+      the rank: they redraw every step;
+    - `wandb.init`, `mlflow.start_run`, `SummaryWriter(...)` and
+      `logging.FileHandler(...)`: one run, event file or log file per rank.
+
+    "More than one rank": every rank, or every rank but one (the `else` of
+    `if rank == 0:`). Output under a rank guard, in a function only guarded
+    code calls, in the launcher process that `mp.spawn`s the workers, or in
+    a one-process branch (`if not args.distributed:`) is not flagged.
+
+    Also not flagged: one-time output (a start-up or end-of-run `print`
+    outside those loops: N copies of one line are noise, not a bug, so the
+    rule stays quiet about them); error reporting (in an `except` clause, or
+    right before `return`/`raise`/`break`/`sys.exit()` in the same block);
+    `print` once the module replaces it on other ranks (DETR's
+    `setup_for_distributed`, MoCo's `builtins.print = print_pass`); output
+    whose text carries the rank or process (`print(f"[rank {rank}] ...")`,
+    `os.getpid()`); `accelerator.print`, Lightning's `self.log`/`self.print`,
+    `rank_zero_info`, a module's own `print_rank_0` or logger class (judged
+    where it prints); loggers from `accelerate.logging.get_logger`, calls
+    naming their ranks (`logger.info(msg, ranks=[0])`), and loggers whose
+    level or filter the module sets from the rank.
 
     ## Why is this bad?
 
@@ -107,43 +130,67 @@ class UnguardedLog(Rule):
     code = "DDP007"
     name = "unguarded-log"
     severity = Severity.WARNING
-    summary = "Every rank prints or logs the same output."
-    requires = frozenset({"rank", "loops"})
+    summary = "More than one rank repeats the same output, or opens the same run or log."
+    requires = frozenset({"rank"})
     distributed_only = True
     tokens = ("print", "wandb", "SummaryWriter", "mlflow", "tqdm", "trange", "logger", "logging", "log",
-              "loguru", "LOGGER")  # fmt: skip
+              "loguru", "LOGGER", "FileHandler")  # fmt: skip
     tags = ("observability",)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.sites: list[_Output] = []
-        self.quiet_loggers: set[str] = set()
-        self.quiet_logging = False
+        #: Loggers (as written) and `logging` itself, with the rank dependence of their level or filter.
+        self.levels: list[tuple[str | None, object]] = []
         self.print_silenced = False
         self.rank_zero = RankZeroTests(ctx)
 
     def visit_If(self, node: cst.If) -> None:
         self.rank_zero.note(node)
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if self.ctx.qualified_names(target.target) & PRINT_TARGETS:
+                self.print_silenced = True
+
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
-        if last_name(node.func) in PRINT_SILENCERS or self._imported_silencer(node.func):
+        name = last_name(node.func) or ""
+        if name in PRINT_SILENCERS or self._imported_silencer(node.func):
             self.print_silenced = True
+        if isinstance(node.func, cst.Name) and _LOGGER_SETUP.search(name):
+            self.levels.append((None, ctx.rank.deps_of_all(a.value for a in node.args)))
         names = ctx.qualified_names(node.func)
         if not names and not isinstance(node.func, cst.Attribute):
             return
         shown = _Shown(ctx.module, node.func)
-        if names & OUTPUT_FUNCTIONS or any(n and n.startswith(MLFLOW_LOGGING) for n in names):
+        if self._in_except():
+            return
+        if names & WRITERS:
+            self.sites.append(_Output(ctx.rank.site(node), shown, kind=_WRITER))
+        elif names & REPEATED_OUTPUT or any(n and n.startswith(MLFLOW_LOGGING) for n in names):
             deps = ctx.rank.deps_of_all(a.value for a in node.args) if "builtins.print" in names else frozenset()
-            if not self._in_except():
-                self.sites.append(_Output(ctx.rank.site(node, deps), shown, tests_before=self.rank_zero.mark()))
+            if self._per_process_text(node):
+                return
+            kind = _PRINT if "builtins.print" in names else _TRACKER
+            self.sites.append(_Output(ctx.rank.site(node, deps), shown, kind=kind, tests_before=self.rank_zero.mark(),
+                                      leaves=leaves_after(ctx.stack)))
         elif names & PROGRESS_BARS:
             disable = next((a.value for a in node.args if a.keyword and a.keyword.value == "disable"), None)
             deps = ctx.rank.deps(disable) if disable is not None else frozenset()
-            if not self._in_except():
-                self.sites.append(_Output(ctx.rank.site(node, deps), shown, progress_bar=True))
+            self.sites.append(_Output(ctx.rank.site(node, deps), shown, kind=_PROGRESS))
         elif isinstance(node.func, cst.Attribute):
             self._logging_call(node, node.func, shown)
+
+    def _per_process_text(self, node: cst.Call) -> bool:
+        """`print(os.getpid(), ...)`: which process speaks is the message."""
+        todo: list[cst.CSTNode] = [a.value for a in node.args]
+        while todo:
+            current = todo.pop()
+            if isinstance(current, cst.Call) and self.ctx.qualified_names(current.func) & PER_PROCESS:
+                return True
+            todo.extend(c for c in current.children if isinstance(c, cst.BaseExpression) or isinstance(c, cst.FormattedStringExpression))
+        return False
 
     def _imported_silencer(self, func: cst.BaseExpression) -> bool:
         """A helper from another linted module that replaces `builtins.print`."""
@@ -157,18 +204,24 @@ class UnguardedLog(Rule):
         ctx = self.ctx
         method, receiver = func.attr.value, func.value
         logger = last_name(receiver)
-        if method in ("setLevel", "addFilter") and ctx.rank.deps_of_all(a.value for a in node.args):
-            self.quiet_loggers.add(ctx.module.code_for_node(receiver))
+        if method in ("setLevel", "addFilter", "addHandler"):
+            self.levels.append((ctx.module.code_for_node(receiver), ctx.rank.deps_of_all(a.value for a in node.args)))
+            self.levels.append((ctx.module.code_for_node(receiver), _guard_deps(ctx)))
         elif method == "basicConfig" and logger == "logging":
-            if ctx.rank.deps_of_all(a.value for a in node.args):
-                self.quiet_logging = True
+            self.levels.append((None, ctx.rank.deps_of_all(a.value for a in node.args)))
+        elif _LOGGER_SETUP.search(method):
+            # `setup_logging(out, rank=rank)`, `create_logger(out, dist_rank=rank)`: rank-aware set-up.
+            self.levels.append((None, ctx.rank.deps_of_all(a.value for a in node.args)))
         elif method in LOG_METHODS:
+            if any(a.keyword is not None and a.keyword.value in RANKS_KEYWORDS for a in node.args):
+                return  # the call names the ranks it emits on
             kind = self._logger_kind(receiver)
-            loops = ctx.loops.enclosing_loops()
-            if kind is not None and loops and not self._in_except():
+            if kind is not None:
                 self.sites.append(
-                    _Output(ctx.rank.site(node), shown, loops, kind, ctx.module.code_for_node(receiver), tests_before=self.rank_zero.mark())
-                )
+                    _Output(ctx.rank.site(node), shown, kind=_LOGGER, logger=kind,
+                            receiver=ctx.module.code_for_node(receiver), tests_before=self.rank_zero.mark(),
+                            leaves=leaves_after(ctx.stack))
+                )  # fmt: skip
 
     def _in_except(self) -> bool:
         """Error reporting: every rank that fails says so, and should."""
@@ -182,43 +235,65 @@ class UnguardedLog(Rule):
             return "loguru"
         if "logging" in names:
             return "logging"
-        binding = ctx.scopes.lookup(receiver.value) if isinstance(receiver, cst.Name) else None
-        if binding is not None and not binding.values and None not in binding.qualnames and not names & {"logging"}:
-            return None  # imported from another module, configured there (YOLOv5's LOGGER)
-        values = binding.values if binding is not None else ()
+        if isinstance(receiver, cst.Name):
+            binding = ctx.scopes.lookup(receiver.value)
+            if binding is None or not binding.values:
+                return None  # imported (configured there, YOLOv5's LOGGER), or a parameter: unknown
+            values: list = [v for v in binding.values if isinstance(v, cst.BaseExpression)]
+        elif isinstance(receiver, cst.Attribute):
+            values = list(ctx.rank.attribute_values.get(receiver.attr.value, ()))  # `self.logger = ...`
+        else:
+            return None
         for value in values:
-            if isinstance(value, cst.Call) and ctx.qualified_names(value.func) & RANK_AWARE_LOGGER_FACTORIES:
-                return None
-        if any(isinstance(v, cst.Call) and last_name(v.func) in ("getLogger", "get_logger") for v in values):
-            return "logging"
-        return "logging" if last_name(receiver) in LOGGER_NAMES else None
+            if isinstance(value, cst.Call):
+                if ctx.qualified_names(value.func) & RANK_AWARE_LOGGER_FACTORIES:
+                    return None
+                if last_name(value.func) in ("getLogger", "get_logger"):
+                    return "logging"
+        return None  # a logger object of some other class: its own business
 
     def finish(self) -> None:
-        rank, loops = self.ctx.rank, self.ctx.loops
+        rank = self.ctx.rank
+        quiet = {name for name, deps in self.levels if rank.is_rank_dependent(deps)}  # type: ignore[arg-type]
         for output in self.sites:
             site = output.site
-            if self.print_silenced and str(output.shown).startswith("`print("):
+            if output.kind == _PRINT and self.print_silenced:
                 continue
-            if output.logger is not None:
-                if not any(loops.is_training_loop(loop) for loop in output.loops):
-                    continue
-                if output.receiver in self.quiet_loggers or (self.quiet_logging and output.logger == "logging"):
-                    continue
-            if rank.is_rank_dependent(site.deps) or not rank.runs_on_every_rank(site):
+            if output.kind == _LOGGER and (output.receiver in quiet or (None in quiet and output.logger == "logging")):
                 continue
-            where = " in the training loop" if output.logger is not None else ""
-            fix = (
-                "pass `disable=dist.get_rank() != 0`"
-                if output.progress_bar
-                else "guard it with `if dist.get_rank() == 0:`"
-            )
-            self.report(
-                site.node,
-                f"{output.shown} runs on every rank{where}, so its output is repeated once per rank; {fix}",
-                statement=site.statement,
-                fix=ProposedFix.display_only("Pass `disable=` for ranks other than 0") if output.progress_bar
-                else self.rank_zero.wrap_fix(site, output.tests_before, "Print it on rank 0 only"),
-            )
+            if rank.is_rank_dependent(site.deps):
+                continue
+            runs = rank.runs(site)
+            if not runs.many:
+                continue
+            if output.kind in _REPEATING and (output.leaves or not rank.execution.repeated(site)):
+                continue  # one-time output, or a message on the way out
+            self._report(output, runs)
+
+    def _report(self, output: _Output, runs: Runs) -> None:
+        site = output.site
+        who = "every rank" if runs is Runs.ALL else "every rank but one"
+        if output.kind == _WRITER:
+            what = f"{output.shown} runs on {who}, so each of them opens its own run or file"
+            fix: ProposedFix | None = ProposedFix.display_only("Create it on rank 0 only")
+            advice = "create it on rank 0 only (`if dist.get_rank() == 0:`)"
+        elif output.kind == _PROGRESS:
+            what = f"{output.shown} runs on {who}, so their progress bars overwrite each other"
+            fix = ProposedFix.display_only("Pass `disable=` for ranks other than 0")
+            advice = "pass `disable=dist.get_rank() != 0`"
+        else:
+            what = f"{output.shown} runs on {who} at every step or epoch, so its output is repeated once per rank"
+            fix = self.rank_zero.wrap_fix(site, output.tests_before, "Print it on rank 0 only")
+            advice = "guard it with `if dist.get_rank() == 0:`"
+        self.report(site.node, f"{what}; {advice}", statement=site.statement, fix=fix)
+
+
+def _guard_deps(ctx) -> frozenset:
+    """The rank dependence of the guards around the node (a handler added on rank 0 only)."""
+    deps: set = set()
+    for guard in ctx.rank.guards()[0]:
+        deps |= guard.deps
+    return frozenset(deps)
 
 
 class _Shown:
@@ -231,15 +306,21 @@ class _Shown:
         return f"`{self.module.code_for_node(self.func)}(...)`"
 
 
+_WRITER, _PROGRESS, _PRINT, _TRACKER, _LOGGER = "writer", "progress", "print", "tracker", "logger"
+#: Output that is only a problem when it repeats.
+_REPEATING = frozenset({_PRINT, _TRACKER, _LOGGER})
+
+
 @dataclass(frozen=True)
 class _Output:
-    """An output call to judge after the walk; loggers also need their loops."""
+    """An output call to judge after the walk."""
 
     site: Site
     shown: _Shown
-    loops: tuple = ()
+    kind: str
     logger: str | None = None
     receiver: str | None = None
-    progress_bar: bool = False
     #: How many rank-0 tests the module had written before it (for the fix).
     tests_before: int = 0
+    #: Its block leaves right after it (`return`, `raise`, `break`, `sys.exit()`).
+    leaves: bool = False

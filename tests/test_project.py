@@ -64,8 +64,8 @@ def test_the_cross_module_cases_need_the_project() -> None:
     are missed and the false positives they remove come back."""
     root = FIXTURES / "projects" / "detr_style"
     local, project = findings(root, project=False), findings(root)
-    assert ("main.py", 18, "DDP001") in project - local
-    assert {("main.py", 14, "DDP007"), ("main.py", 19, "DDP006")} <= set(local - project)
+    assert ("main.py", 19, "DDP001") in project - local
+    assert {("main.py", 15, "DDP007"), ("main.py", 20, "DDP006")} <= set(local - project)
 
 
 def test_messages_name_the_helper_and_point_into_its_file(monkeypatch) -> None:
@@ -98,7 +98,7 @@ def test_editing_a_helper_relints_its_importers_only(tmp_path, monkeypatch) -> N
     shutil.copytree(FIXTURES / "projects" / "detr_style", root)
     write(root, {"other.py": "import torch\nprint(torch.ones(1))\n"})
     cache = Cache(tmp_path / "cache")
-    assert ("main.py", 18, "DDP001") in findings(root, cache=cache)
+    assert ("main.py", 19, "DDP001") in findings(root, cache=cache)
     linted: list[str] = []
     real = runner._lint_task
     monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
@@ -107,7 +107,7 @@ def test_editing_a_helper_relints_its_importers_only(tmp_path, monkeypatch) -> N
     misc = root / "util" / "misc.py"
     misc.write_text(misc.read_text().replace("dist.all_reduce(values)", "values = values.clone()"))
     after = findings(root, cache=cache)
-    assert ("main.py", 18, "DDP001") not in after
+    assert ("main.py", 19, "DDP001") not in after
     assert sorted({str(Path(d).relative_to(root)) for d in linted}) == ["main.py", "util/misc.py"]
 
 
@@ -195,4 +195,4 @@ def test_stdin_uses_the_project_on_disk(ddplint, tmp_path) -> None:
     run = ddplint("-", "--stdin-filename", "main.py", "--format", "json", "--exit-zero", cwd=root, stdin=main)
     from_stdin = sorted((f["line"], f["rule"]) for f in run.json())
     on_disk = sorted((f["line"], f["rule"]) for f in ddplint(".", "--format", "json", "--exit-zero", cwd=root).json() if f["path"] == "main.py")
-    assert from_stdin == on_disk == [(18, "DDP001"), (23, "DDP006")]
+    assert from_stdin == on_disk == [(19, "DDP001"), (24, "DDP006")]

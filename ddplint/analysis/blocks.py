@@ -38,3 +38,34 @@ def early_exits(block: cst.CSTNode, child: cst.CSTNode) -> Iterator[cst.If]:
             return
         if isinstance(statement, cst.If) and statement.orelse is None and exits(statement.body):
             yield statement
+
+
+_LEAVING_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
+
+
+def leaves_after(stack: list[cst.CSTNode]) -> bool:
+    """Whether the statement around the innermost node is followed, in its
+    block, by a `raise`, `break` or `sys.exit()`, or by a `return` out of a
+    nested block (`if exists: print(...); return -1`): a message on the way
+    out, printed once. A function's own closing `return result` is not."""
+    for index in range(len(stack) - 1, 0, -1):
+        statement, block = stack[index], stack[index - 1]
+        if isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and isinstance(
+            block, (cst.IndentedBlock, cst.Module)
+        ):
+            after = list(block.body)[list(block.body).index(statement) + 1 :]
+            function_body = index >= 2 and isinstance(stack[index - 2], cst.FunctionDef)
+            return any(_leaves(s, returns=not function_body) for s in after)
+    return False
+
+
+def _leaves(statement: cst.CSTNode, returns: bool) -> bool:
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        if isinstance(small, (cst.Raise, cst.Break)) or (returns and isinstance(small, cst.Return)):
+            return True
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            if dotted_name(small.value.func) in _LEAVING_CALLS:
+                return True
+    return False
