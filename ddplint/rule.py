@@ -141,17 +141,19 @@ class Rule:
         fix: Fix | ProposedFix | None = None,
         statement: cst.CSTNode | None = None,
         preview: bool = False,
+        severity: Severity | None = None,
     ) -> None:
         """Record a finding anchored at `node`; `related` pairs (node, why).
 
         `message` may be a function of a node-to-`Span` lookup, for messages
         that name other lines. From `finish()`, pass the saved `statement`.
         A `preview` finding (a variant of the rule still below the precision
-        bar) is kept only when preview is on.
+        bar) is kept only when preview is on. `severity` marks a variant
+        less (or more) severe than the rule; configuration still overrides it.
         """
         if preview and not self.ctx.settings.preview:
             return
-        self.ctx.report(self, node, message, related=related, fix=fix, statement=statement)
+        self.ctx.report(self, node, message, related=related, fix=fix, statement=statement, severity=severity)
 
     def finish(self) -> None:
         """Called once after the whole module was traversed."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable
@@ -14,6 +15,7 @@ from ddplint.analysis.collectives import (
     wrapper_of,
 )
 from ddplint.analysis.rank import Guard, GuardKind, polarity
+from ddplint.analysis.rank_sets import RankSets
 from ddplint.lazy import cst
 from ddplint.model import Related, Severity, Span
 from ddplint.project.facts import Fact
@@ -39,6 +41,8 @@ class _Site:
     imported: Fact | None = None
     #: Inside ``if <cached> is None:``: runs once, not on every call of its function.
     lazy: bool = False
+    #: Walk order, to tell a backward before the model is wrapped from one after.
+    order: int = 0
 
 
 class CollectiveInRankBranch(Rule):
@@ -163,16 +167,23 @@ class CollectiveInRankBranch(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.sites: list[_Site] = []
-        self.wraps_ddp = False
+        #: (function, walk order) of each DDP wrap.
+        self.ddp_wraps: list[tuple[cst.FunctionDef | None, int]] = []
+        #: How backend-dependent collectives are shown (`accelerator.save_state()`).
+        self.backend_dependent: set[str] = set()
+        #: Helpers whose every collective runs under ``if <parameter>:`` -> that parameter.
+        self.switches: dict[cst.FunctionDef, str] = {}
 
     # ------------------------------------------------------------ collection
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         if wrapper_of(node, ctx) == "DDP":
-            self.wraps_ddp = True
+            self.ddp_wraps.append((ctx.enclosing_function(), len(self.sites)))
         func = node.func
         shown = collective_name(node, ctx) or wrapped_model_collective(node, ctx, self._wrapped)
+        if shown is not None and isinstance(func, cst.Attribute) and func.attr.value in BACKEND_DEPENDENT:
+            self.backend_dependent.add(shown)
         extra: dict = {}
         if shown is None and ctx.facts:
             fact = ctx.facts.first(ctx.scopes.imported_qualnames(func))
@@ -192,6 +203,7 @@ class CollectiveInRankBranch(Rule):
                 return
         inner, outer = ctx.rank.guards()
         extra["lazy"] = in_lazy_initialization(ctx.stack)
+        extra["order"] = len(self.sites)
         self.sites.append(_Site(node, shown, inner, outer, ctx.enclosing_function(), ctx.statement(), **extra))
 
     def _wrapped(self, attribute: str) -> str | None:
@@ -213,31 +225,62 @@ class CollectiveInRankBranch(Rule):
             for guard in (*site.guards, *site.outer):
                 sequences[(id(guard.owner), guard.branch)].append(chain[-1])
                 owners.setdefault(id(guard.owner), guard)
-        balance = _Balance(sequences, owners)
+        balance = _Balance(sequences, owners, RankSets(self.ctx.rank))
         rank = self.ctx.rank
         for site, chain in effective:
+            backend = chain[-1] in self.backend_dependent
             for guard in site.guards:
-                if rank.is_rank_dependent(guard.deps) and not balance.balanced(guard):
-                    self._report(site, chain, guard)
-                    break
+                if not rank.is_rank_dependent(guard.deps) or balance.balanced(guard):
+                    continue
+                if backend and self._admits_backend(guard.test):
+                    continue  # `if is_main_process or distributed_type == DEEPSPEED:`: the maintainers' fix
+                self._report(site, chain, guard, backend)
+                break
+
+    def _admits_backend(self, test: cst.CSTNode) -> bool:
+        """Whether an operand of an ``or`` in `test` names the backends that
+        make the collective real (DeepSpeed, FSDP, Megatron-LM)."""
+        todo = [test]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, cst.BooleanOperation):
+                if isinstance(node.operator, cst.Or):
+                    for operand in (node.left, node.right):
+                        if _BACKEND_WORDS.search(self.ctx.module.code_for_node(operand)):
+                            return True
+                todo += [node.left, node.right]
+        return False
 
     def _direct(self, site: _Site) -> tuple[str, ...] | None:
         if site.backward:
-            return (f"{site.shown} (the gradient all-reduce of DDP)",) if self.wraps_ddp else None
+            return (f"{site.shown} (the gradient all-reduce of DDP)",) if self._wrapped_before(site) else None
         if site.imported is not None:
             return (site.shown, *site.imported.collective)
         if site.targets or site.method:
             return None
         return (site.shown,)
 
+    def _wrapped_before(self, site: _Site) -> bool:
+        """A DDP wrap in another function, or earlier in the site's own: a
+        backward before ``model = DDP(model)`` all-reduces nothing."""
+        return any(function is not site.function or order < site.order for function, order in self.ddp_wraps)
+
     def _chain(self, site: _Site, chains: dict) -> tuple[str, ...] | None:
         """What the site does collectively, as (call, ..., collective), or None."""
         if not (site.targets or site.method):
             return self._direct(site)
         for target in self._targets(site):
-            if target in chains:
+            if target in chains and not self._switched_off(site.node, target):
                 return (site.shown, *chains[target])
         return None
+
+    def _switched_off(self, call: cst.Call, target: cst.FunctionDef) -> bool:
+        """OLMo's `save_state_dict(..., synchronize=False)`: the call turns off
+        the parameter under which every collective of the helper runs."""
+        switch = self.switches.get(target)
+        return switch is not None and any(
+            a.keyword is not None and a.keyword.value == switch and _is_false(a.value) for a in call.args
+        )
 
     def _targets(self, site: _Site) -> tuple[cst.FunctionDef, ...]:
         if site.method is not None:
@@ -252,6 +295,12 @@ class CollectiveInRankBranch(Rule):
         it is; whether a call performs it depends on the arguments, so the
         function's callers are not flagged for it.
         """
+        self.switches = {}
+        chains = self._chains()
+        self.switches = self._switches(chains)
+        return self._chains() if self.switches else chains
+
+    def _chains(self) -> dict:
         chains: dict = {}
         rank = self.ctx.rank
         for site in self.sites:
@@ -270,15 +319,65 @@ class CollectiveInRankBranch(Rule):
                     changed = True
         return chains
 
-    def _report(self, site: _Site, chain: tuple[str, ...], guard: Guard) -> None:
+    def _switches(self, chains: dict) -> dict:
+        """Helpers whose every collective runs under ``if <parameter>:``."""
+        rank = self.ctx.rank
+        found: dict = {}
+        for site in self.sites:
+            if site.function not in chains or site.lazy or rank.selects_ranks(site.guards):
+                continue
+            if self._chain(site, chains) is None:
+                continue
+            switch = _parameter_switch(site)
+            if found.get(site.function, switch) != switch:
+                switch = None  # collectives under different switches (or none): always on
+            found[site.function] = switch
+        return {f: p for f, p in found.items() if p is not None}
+
+    def _report(self, site: _Site, chain: tuple[str, ...], guard: Guard, backend: bool) -> None:
         shown = chain[0] if len(chain) == 1 else f"{chain[0]} (which calls {' → '.join(chain[1:])})"
         code = self.ctx.module.code_for_node
+        message = _message(shown, guard, code(guard.test), code(guard.exit) if guard.exit is not None else None)
         self.report(
             site.node,
-            _message(shown, guard, code(guard.test), code(guard.exit) if guard.exit is not None else None),
+            _backend_message(message) if backend else message,
             related=((guard.anchor, _RELATED[guard.kind]), *_helper_location(site.imported)),
             statement=site.statement,
+            severity=Severity.WARNING if backend else None,
         )
+
+
+#: accelerate calls that are collectives only under some backends.
+BACKEND_DEPENDENT = frozenset({"save_state", "load_state"})
+_BACKEND_WORDS = re.compile(r"(?i)deepspeed|fsdp|megatron|distributed_type|sharded")
+
+
+def _backend_message(message: Callable[[Callable], str]) -> Callable[[Callable], str]:
+    def render(span_of: Callable) -> str:
+        return (
+            "under DeepSpeed, FSDP and Megatron-LM (not plain DDP) accelerate gathers the state on every rank here: "
+            f"{message(span_of)}; call it on every rank, or add the backend to the condition "
+            "(`or accelerator.distributed_type == DistributedType.DEEPSPEED`)"
+        )
+
+    return render
+
+
+def _parameter_switch(site: _Site) -> str | None:
+    """The parameter a collective's own ``if <param>:`` tests, if any
+    (``if synchronize: barrier()``)."""
+    function = site.function
+    if function is None:
+        return None
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)}
+    for guard in site.guards:
+        if guard.kind is GuardKind.BRANCH and guard.branch == 0 and isinstance(guard.test, cst.Name):
+            return guard.test.value if guard.test.value in params else None
+    return None
+
+
+def _is_false(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value in ("False", "None")
 
 
 @dataclass(frozen=True)
@@ -287,6 +386,7 @@ class _Balance:
 
     sequences: dict[tuple[int, int], list[str]]
     owners: dict[int, Guard]
+    sets: RankSets
 
     def branches(self, guard: Guard) -> list[list[str]]:
         return [self.sequences.get((id(guard.owner), b), []) for b in range(guard.branches)]
@@ -297,15 +397,26 @@ class _Balance:
         branches = self.branches(guard)
         return all(b == branches[0] for b in branches) or self._has_complement(guard, branches)
 
+    def _polarity(self, guard: Guard) -> tuple[str, bool] | None:
+        """(subject, positive) of the guard's rank test, through an alias
+        (`is_leader = rank == 0`) and past conjuncts the same on every rank."""
+        if guard.shape is not None:
+            leaf = self.sets.rank_leaf(guard.shape)
+            if leaf is not None:
+                inner = polarity(leaf[0])  # type: ignore[arg-type]
+                if inner is not None:
+                    return inner[0], inner[1] == leaf[1]
+        return polarity(guard.test)
+
     def _has_complement(self, guard: Guard, branches: list[list[str]]) -> bool:
         """The zero-first idiom: `if rank != 0: barrier()` ... `if rank == 0: barrier()`."""
-        mine = polarity(guard.test)
+        mine = self._polarity(guard)
         if guard.branches != 2 or branches[1] or mine is None:
             return False
         for other in self.owners.values():
             if other.owner is guard.owner or other.scope is not guard.scope or other.branches != 2:
                 continue
-            theirs = polarity(other.test) if other.kind is GuardKind.BRANCH else None
+            theirs = self._polarity(other) if other.kind is GuardKind.BRANCH else None
             if theirs is not None and theirs[0] == mine[0] and theirs[1] != mine[1]:
                 if self.branches(other) == [branches[0], []]:
                     return True

@@ -20,7 +20,7 @@ from ddplint.analysis.rank import RankAnalysis
 from ddplint.analysis.scope import QualNames, ScopeTracker
 from ddplint.config.settings import Settings
 from ddplint.project.facts import NO_FACTS, FileFacts
-from ddplint.model import Fix, Related, Span
+from ddplint.model import Fix, Related, Severity, Span
 
 if TYPE_CHECKING:
     from ddplint.analysis.rewrite import ProposedFix
@@ -45,6 +45,8 @@ class PendingFinding:
     #: (node, why) in this file, or a `Related` location in another file.
     related: tuple[tuple[cst.CSTNode, str] | Related, ...]
     fix: Fix | ProposedFix | None
+    #: A severity other than the rule's (a variant of the rule); the configured one still wins.
+    severity: Severity | None = None
 
 
 class FileContext:
@@ -141,6 +143,7 @@ class FileContext:
         related: tuple[tuple[cst.CSTNode, str] | Related, ...] = (),
         fix: Fix | ProposedFix | None = None,
         statement: cst.CSTNode | None = None,
+        severity: Severity | None = None,
     ) -> None:
         """Record a finding; the statement around `node` scopes `# noqa`.
 
@@ -148,7 +151,7 @@ class FileContext:
         since the walker's stack is gone by then.
         """
         self.pending.append(
-            PendingFinding(type(rule), node, statement or self.statement(), message, related, fix)
+            PendingFinding(type(rule), node, statement or self.statement(), message, related, fix, severity)
         )
 
     def statement(self) -> cst.CSTNode:

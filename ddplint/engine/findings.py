@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ddplint.model import Finding, Fix, Related, Span
+from ddplint.model import Finding, Fix, Related, Severity, Span
 
 if TYPE_CHECKING:
     from ddplint.config.settings import Settings
@@ -21,13 +21,14 @@ def make_finding(
     related: tuple[Related, ...] = (),
     fix: Fix | None = None,
     suppressed: str | None = None,
+    severity: Severity | None = None,
 ) -> Finding:
     """A finding of `rule` at `span`, with the configured severity and the
     stripped source line (`lines` are the file's)."""
     return Finding(
         rule=rule.code,
         name=rule.name,
-        severity=settings.severity.get(rule.code, rule.severity),
+        severity=settings.severity.get(rule.code, severity or rule.severity),
         message=message,
         path=path,
         span=span,

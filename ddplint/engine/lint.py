@@ -143,7 +143,9 @@ def _finalize(
         )
         message = item.message if isinstance(item.message, str) else item.message(span_of)
         fix = resolve_fix(item.fix, module, text, positions) if isinstance(item.fix, ProposedFix) else item.fix
-        findings.append(make_finding(item.rule, settings, message, path, span, lines, related, fix, suppressed))
+        findings.append(
+            make_finding(item.rule, settings, message, path, span, lines, related, fix, suppressed, item.severity)
+        )
     return tuple(sorted(findings, key=lambda f: f.sort_key))
 
 
