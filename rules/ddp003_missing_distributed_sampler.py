@@ -129,8 +129,8 @@ class MissingDistributedSampler(Rule):
         return None
 
     def finish(self) -> None:
-        if not self.distributed or self.prepared:
-            return
+        if not self.distributed or self.prepared or is_test_file(self.ctx.path):
+            return  # a test compares ranks on the same data on purpose
         rank = self.ctx.rank
         for site, shown in self.candidates:
             if site.single_process or rank.selects_ranks(site.guards):
@@ -142,6 +142,15 @@ class MissingDistributedSampler(Rule):
                 "`sampler.set_epoch(epoch)` each epoch)",
                 statement=site.statement,
             )
+
+
+def is_test_file(path: str) -> bool:
+    """`tests/...`, `test_*.py`, `*_test.py`, `*test_utils.py`."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    return any(p in ("test", "tests") for p in parts[:-1]) or name.startswith("test_") or name.endswith(
+        ("_test.py", "test_utils.py")
+    )
 
 
 def _name_of(node: cst.CSTNode | None) -> str | None:

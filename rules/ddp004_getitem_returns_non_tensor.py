@@ -19,6 +19,12 @@ NUMPY_CONSTRUCTORS = frozenset(
         "frombuffer", "arange", "linspace", "pad", "transpose", "expand_dims", "squeeze", "clip", "flip",
     )
 ) | {"cv2.imread", "cv2.resize", "cv2.cvtColor", "imageio.imread", "imageio.v3.imread"}  # fmt: skip
+#: NumPy scalar types: `np.int64(label)` is not a tensor either.
+NUMPY_SCALARS = frozenset(
+    {"int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64", "bool_", "longlong"}
+)
+#: Array methods that return arrays.
+ARRAY_METHODS = frozenset({"astype", "transpose", "reshape", "copy", "squeeze", "flatten", "ravel", "clip", "swapaxes"})
 TORCH_PREFIXES = ("torch.", "torchvision.transforms.functional.to_tensor", "torchvision.io.")
 NUMBERS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.len", "builtins.round"})
 STRINGS = frozenset({"builtins.str", "builtins.bytes", "builtins.repr"})
@@ -43,11 +49,20 @@ class GetitemReturnsNonTensor(Rule):
     Dataset` that returns something plainly not a tensor: a NumPy array
     (`np.array`, `np.asarray`, `np.load`, `cv2.imread`, `x.numpy()`, ...), a
     `str`/`bytes` payload (a literal or f-string, `str(...)`, `.decode()`,
-    `f.read()`), or a tuple/list/dict of such values next to plain numbers
-    (`return img_np, label`). Local assignments in `__getitem__` are
-    followed. Not flagged: tensors and structures holding a tensor
-    (`return image_tensor, label, path`), numbers alone, and anything unknown
-    (`self.transform(img)`, `self.samples[idx]`).
+    `f.read()`), or a tuple/list/dict holding one (`return img_np, label`,
+    `return {"image": image.astype(np.float32), "label": self.labels[i]}`).
+    A NumPy leaf is enough: `.astype`/`.transpose`/`.reshape`, arithmetic
+    on an array and NumPy scalars (`np.int64(label)`) stay NumPy, and
+    unknown values beside it do not hide it. Local assignments in
+    `__getitem__` are followed. Not flagged: tensors and structures holding
+    a tensor (`return image_tensor, label, path`), numbers alone, and
+    anything unknown alone (`self.transform(img)`, `self.samples[idx]`).
+
+    **Preview** (`--preview`): on the training repositories of the ecosystem
+    check no finding was one a maintainer would fix, because the default
+    `collate_fn` converts NumPy arrays to tensors inside the worker; the cost
+    is real only with a custom `collate_fn` that keeps them, or
+    `batch_size=None`.
 
     ## Why is this bad?
 
@@ -95,6 +110,7 @@ class GetitemReturnsNonTensor(Rule):
     summary = "Dataset __getitem__ returns NumPy arrays or Python payloads instead of tensors."
     tokens = ("__getitem__",)
     requires = frozenset({"data"})
+    preview = True
     tags = ("performance", "data-loading")
 
     def __init__(self, ctx) -> None:
@@ -132,10 +148,12 @@ class GetitemReturnsNonTensor(Rule):
         """A description of a plainly non-tensor return value, else None."""
         leaves = self._leaves(value, 0)
         kinds = set(leaves)
-        if Kind.TENSOR in kinds or Kind.UNKNOWN in kinds:
+        if Kind.TENSOR in kinds:
             return None
         if Kind.NUMPY in kinds:
-            return "a NumPy array" if len(leaves) == 1 else "NumPy arrays"
+            return "a NumPy array" if leaves.count(Kind.NUMPY) == 1 else "NumPy arrays"
+        if Kind.UNKNOWN in kinds:
+            return None
         if Kind.STRING in kinds:
             return "a str/bytes payload" if len(leaves) == 1 else "str/bytes payloads"
         return None
@@ -165,6 +183,11 @@ class GetitemReturnsNonTensor(Rule):
             return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
         if isinstance(value, cst.Call):
             return self._call_kind(value, depth)
+        if isinstance(value, cst.BinaryOperation):
+            sides = {self._kind(value.left, depth + 1), self._kind(value.right, depth + 1)}
+            return Kind.NUMPY if Kind.NUMPY in sides and Kind.TENSOR not in sides else Kind.UNKNOWN
+        if isinstance(value, cst.Subscript):
+            return Kind.NUMPY if self._kind(value.value, depth + 1) is Kind.NUMPY else Kind.UNKNOWN
         return Kind.UNKNOWN
 
     def _call_kind(self, call: cst.Call, depth: int) -> Kind:
@@ -177,8 +200,12 @@ class GetitemReturnsNonTensor(Rule):
             return Kind.NUMBER
         if names & STRINGS:
             return Kind.STRING
+        if any(n and n.startswith("numpy.") and n[6:] in NUMPY_SCALARS for n in names):
+            return Kind.NUMPY
         method = last_name(call.func) if isinstance(call.func, cst.Attribute) else None
         if method == "numpy":
+            return Kind.NUMPY
+        if method in ARRAY_METHODS and self._kind(call.func.value, depth + 1) is Kind.NUMPY:  # type: ignore[union-attr]
             return Kind.NUMPY
         if method in STRING_METHODS:
             receiver = self._kind(call.func.value, depth + 1)

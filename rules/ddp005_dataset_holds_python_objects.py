@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.data import attribute_uses, local_values, methods, reachable_methods, self_assignments
+from ddplint.analysis.data import (
+    appended_attributes,
+    appended_in_loops,
+    attribute_uses,
+    local_values,
+    methods,
+    reachable_methods,
+    self_assignments,
+)
 from ddplint.analysis.names import last_name
+from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
@@ -20,6 +29,8 @@ PYTHON_CONTAINER_CALLS = frozenset(
 PYTHON_CONTAINER_METHODS = frozenset({"readlines", "tolist", "to_dict", "to_list", "splitlines"})
 #: Wrappers that keep a Python container a Python container.
 PASS_THROUGH = frozenset({"builtins.sorted", "builtins.list", "builtins.tuple", "builtins.dict", "builtins.set"})
+#: Iterators whose items are Python tuples (`list(zip(paths, labels))`).
+TUPLE_ITERATORS = frozenset({"builtins.zip", "builtins.enumerate", "builtins.map"})
 
 
 class DatasetHoldsPythonObjects(Rule):
@@ -121,8 +132,11 @@ class DatasetHoldsPythonObjects(Rule):
         for method in reachable_methods(node, "__getitem__"):
             indexed |= attribute_uses(method)[0]
         locals_ = local_values(init)
+        filled = set().union(*(appended_attributes(m) for m in reachable_methods(node, "__init__")))
         for attr, value, statement in self_assignments(init):
-            if attr in indexed and self._python_container(value, locals_, 0):
+            if attr not in indexed:
+                continue
+            if self._python_container(value, locals_, 0) or (attr in filled and _empty_list(value)):
                 self.found.append((node, attr, statement))
 
     def _python_container(self, value: cst.BaseExpression, locals_: dict, depth: int) -> bool:
@@ -141,10 +155,38 @@ class DatasetHoldsPythonObjects(Rule):
             return bool(value.args) and (
                 self._python_container(value.args[0].value, locals_, depth + 1)
                 or self._file_like(value.args[0].value, locals_)
+                or self._tuples(value.args[0].value)
             )
+        helper = self._module_function(value.func)
+        if helper is not None:
+            return self._returns_container(helper, depth)
         if names & (PYTHON_CONTAINER_CALLS - {"builtins.open", "csv.reader", "csv.DictReader"}):
             return True
         return isinstance(value.func, cst.Attribute) and last_name(value.func) in PYTHON_CONTAINER_METHODS
+
+    def _tuples(self, value: cst.BaseExpression) -> bool:
+        return isinstance(value, cst.Call) and bool(self.ctx.qualified_names(value.func) & TUPLE_ITERATORS)
+
+    def _module_function(self, func: cst.BaseExpression) -> cst.FunctionDef | None:
+        """A function of this module the call runs (`make_dataset(root)`)."""
+        if isinstance(func, cst.Name):
+            found = [v for v in self.ctx.values_of(func) if isinstance(v, cst.FunctionDef)]
+            return found[0] if len(found) == 1 else None
+        return None
+
+    def _returns_container(self, function: cst.FunctionDef, depth: int) -> bool:
+        """Whether the helper returns a list it builds from data (torchvision's
+        `make_dataset`: a list appended in a loop, a comprehension, `json.load`)."""
+        locals_ = local_values(function)
+        filled = _appended_locals(function)
+        for node in descendants(function.body, into_functions=False):
+            if isinstance(node, cst.Return) and node.value is not None:
+                value = node.value
+                if isinstance(value, cst.Name) and value.value in filled:
+                    return True
+                if self._python_container(value, locals_, depth + 1):
+                    return True
+        return False
 
     def _file_like(self, value: cst.BaseExpression, locals_: dict) -> bool:
         """`open(...)`, `csv.reader(f)`, or a local bound to one: iterating gives Python rows."""
@@ -153,6 +195,18 @@ class DatasetHoldsPythonObjects(Rule):
         return isinstance(value, cst.Call) and bool(
             self.ctx.qualified_names(value.func) & {"builtins.open", "csv.reader", "csv.DictReader"}
         )
+
+
+def _empty_list(value: cst.BaseExpression) -> bool:
+    """`[]` or `list()`: filled later."""
+    if isinstance(value, cst.List):
+        return not value.elements
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "list" and not value.args
+
+
+def _appended_locals(function: cst.FunctionDef) -> set[str]:
+    """Local lists a function fills with Python objects in a loop (`instances.append((path, label))`)."""
+    return appended_in_loops(function, lambda node: node.value if isinstance(node, cst.Name) else None)
 
 
 def _index_table(comp: cst.DictComp) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ddplint.analysis.execution import Runs
 from ddplint.analysis.names import last_name
 from ddplint.analysis.rank import Site
 from ddplint.analysis.rank_zero import RankZeroTests
@@ -143,11 +144,15 @@ class UnguardedSave(Rule):
     def finish(self) -> None:
         rank = self.ctx.rank
         for site, shown, tests_before in self.sites:
-            if rank.is_rank_dependent(site.deps) or not rank.runs_on_every_rank(site):
+            if rank.is_rank_dependent(site.deps):
                 continue
+            runs = rank.runs(site)
+            if not runs.many:
+                continue
+            who = "every rank, so all of them write" if runs is Runs.ALL else "every rank but one, so they all write"
             self.report(
                 site.node,
-                f"{shown} runs on every rank, so all of them write the same file; "
+                f"{shown} runs on {who} the same file; "
                 "wrap it in `if dist.get_rank() == 0:` (or your rank-0 test) or make the path rank-specific",
                 statement=site.statement,
                 fix=self.rank_zero.wrap_fix(site, tests_before, "Write it on rank 0 only, or make the path rank-specific"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -144,7 +145,7 @@ class LossGraphAccumulation(Rule):
         if isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1:
             self._candidate(node, func.value, node.args[0].value)
         elif is_step(node) and isinstance(func, cst.Attribute) and func.attr.value == "backward":
-            target = func.value if last_name(func.value) != "accelerator" else (node.args[0].value if node.args else None)
+            target = _backpropagated(func.value, node)
             name = _accumulator(target) if target is not None else None
             if name is not None:
                 for loop in self.ctx.loops.enclosing_loops():
@@ -299,6 +300,24 @@ def _holds(node: cst.BaseExpression, name: str) -> bool:
     return False
 
 
+#: Receivers whose `.backward(loss)` back-propagates its argument.
+_BACKWARD_OWNERS = ("accelerator", "engine", "optim", "fabric", "booster", "scaler", "trainer", "strategy")
+
+
+def _backpropagated(receiver: cst.BaseExpression, call: cst.Call) -> cst.BaseExpression | None:
+    """What a `.backward` call back-propagates: `loss.backward()` its receiver;
+    `accelerator.backward(loss)`, `engine.backward(loss)`, `optimizer.backward(loss)`
+    their argument; `scaler.scale(loss).backward()` the scaled loss."""
+    if isinstance(receiver, cst.Call) and last_name(receiver.func) == "scale" and receiver.args:
+        return receiver.args[0].value
+    owner = (last_name(receiver) or "").lower()
+    if any(word in owner for word in _BACKWARD_OWNERS) or owner in ("opt", "model"):
+        return call.args[0].value if call.args else None
+    return receiver
+
+
 def _mentions(node: cst.CSTNode, name: str) -> bool:
+    """Whether `node` reads the variable `name` (`loss` in `loss + w * prior`,
+    not in `F.mse_loss(...)` or `prior_loss`)."""
     text = cst.Module([]).code_for_node(node)
-    return name in text
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text) is not None

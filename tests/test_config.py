@@ -17,7 +17,9 @@ ALL = frozenset(r.code for r in all_rules())
 DDP01 = frozenset(c for c in ALL if c.startswith("DDP01"))
 #: Off unless a selector names them (DDP024 unseeded-ranks).
 OPT_IN = frozenset(r.code for r in all_rules() if not r.default_enabled)
-DEFAULT = ALL - OPT_IN
+#: Off unless preview is on or their exact code is selected.
+PREVIEW = frozenset(r.code for r in all_rules() if r.preview)
+DEFAULT = ALL - OPT_IN - PREVIEW
 
 
 @pytest.mark.parametrize(
@@ -25,7 +27,7 @@ DEFAULT = ALL - OPT_IN
     [
         ([], DEFAULT),
         ([Selection(select=("DDP014",))], {"DDP014"}),
-        ([Selection(select=("DDP01",))], DDP01),
+        ([Selection(select=("DDP01",))], DDP01 - PREVIEW),
         ([Selection(ignore=("DDP01",))], DEFAULT - DDP01),
         ([Selection(ignore=("DDP01",), extend_select=("DDP012",))], DEFAULT - DDP01 | {"DDP012"}),  # most specific wins
         ([Selection(select=("DDP014",), ignore=("DDP014",))], set()),  # a tie goes to ignore
@@ -35,7 +37,7 @@ DEFAULT = ALL - OPT_IN
         ([Selection(), Selection(ignore=("DDP000",))], DEFAULT - {"DDP000"}),
         ([Selection(extend_select=("DDP024",))], DEFAULT | {"DDP024"}),  # an opt-in rule named
         ([Selection(extend_select=("DDP02",))], DEFAULT | {"DDP024"}),  # or matched by a prefix
-        ([Selection(select=("ALL",))], ALL),
+        ([Selection(select=("ALL",))], ALL - PREVIEW),
     ],
 )
 def test_selection_layers(layers, expected) -> None:

@@ -18,25 +18,26 @@ def last_statement(body: cst.BaseSuite) -> cst.CSTNode | None:
     return last
 
 
-def exits(body: cst.BaseSuite) -> bool:
-    """Whether a block leaves the rest of its function or loop body behind."""
+def exits(body: cst.BaseSuite, raises: bool = False) -> bool:
+    """Whether a block leaves the rest of its function or loop body behind
+    (with `raises`, also by raising)."""
     last = last_statement(body)
-    # Not `raise`: an exception ends the process, and torchrun (or mp.spawn)
-    # then stops every other rank, so nobody waits at a later collective.
-    if isinstance(last, (cst.Return, cst.Continue, cst.Break)):
+    # Not `raise` by default: an exception ends the process, and torchrun (or
+    # mp.spawn) then stops every other rank, so nobody waits at a later collective.
+    if isinstance(last, (cst.Return, cst.Continue, cst.Break)) or (raises and isinstance(last, cst.Raise)):
         return True
     if isinstance(last, cst.Expr) and isinstance(last.value, cst.Call):
         return dotted_name(last.value.func) in ("sys.exit", "exit", "quit", "os._exit")
     return False
 
 
-def early_exits(block: cst.CSTNode, child: cst.CSTNode) -> Iterator[cst.If]:
+def early_exits(block: cst.CSTNode, child: cst.CSTNode, raises: bool = False) -> Iterator[cst.If]:
     """The ``if <test>: ... return`` statements (no ``else``) before `child`
     in `block`: the rest of the block runs only when their test fails."""
     for statement in block.body:
         if statement is child:
             return
-        if isinstance(statement, cst.If) and statement.orelse is None and exits(statement.body):
+        if isinstance(statement, cst.If) and statement.orelse is None and exits(statement.body, raises):
             yield statement
 
 

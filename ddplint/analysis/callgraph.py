@@ -51,6 +51,14 @@ PER_RANK_EVIDENCE = frozenset(
 )  # fmt: skip
 _DEEPSPEED_INITIALIZE = frozenset({"deepspeed.initialize"})
 
+#: Callbacks registered with a framework run where the framework's trigger
+#: runs: accelerate calls its save hooks from `save_state`.
+HOOK_TRIGGERS = {
+    "register_save_state_pre_hook": "save_state",
+    "register_load_state_pre_hook": "load_state",
+}
+_TRIGGERS = frozenset(HOOK_TRIGGERS.values())
+
 _SELF = ("self", "cls")
 
 
@@ -77,6 +85,10 @@ class Reference:
     main_block: bool = False
     #: The ``if`` branches it is in, within its function (`branch_path`).
     path: tuple[tuple[int, int], ...] = ()
+    #: Only a one-process run makes the call (`if not args.distributed:`).
+    single: bool = False
+    #: A framework call that runs the hooks registered for it (`accelerator.save_state`).
+    trigger: str | None = None
 
 
 class CallGraph:
@@ -101,6 +113,8 @@ class CallGraph:
         self.launchers: dict[cst.FunctionDef | None, list[tuple[tuple[int, int], ...]]] = defaultdict(list)
         #: Parameters -> (function, position among the positional parameters).
         self.parameters: dict[cst.Param, tuple[cst.FunctionDef, int]] = {}
+        #: Hooks registered for each trigger (`register_save_state_pre_hook(save_hook)`).
+        self.hooks: dict[str, list[cst.FunctionDef]] = defaultdict(list)
 
     # ------------------------------------------------------------ walker hooks
 
@@ -130,23 +144,30 @@ class CallGraph:
         function = ctx.enclosing_function()
         if launch:
             self.launchers[function].append(branch_path(ctx.stack))
-        if not (targets or method or passed):
+        attribute = func.attr.value if isinstance(func, cst.Attribute) else None
+        if attribute in HOOK_TRIGGERS:
+            self.hooks[HOOK_TRIGGERS[attribute]].extend(passed)  # they run where the trigger runs
+            return
+        trigger = attribute if attribute in _TRIGGERS else None
+        if not (targets or method or passed or trigger):
             return
         rank = self.rank
-        guards = rank.guards()[0]
-        loops = enclosing_loops(ctx.stack)
-        main = function is None and in_main_block(ctx.stack)
-        path = branch_path(ctx.stack)
+        stack = ctx.stack
+        where = dict(
+            guards=rank.guards()[0], function=function, loops=enclosing_loops(stack),
+            main_block=function is None and in_main_block(stack), path=branch_path(stack),
+            single=rank.single_process.here(stack),
+        )  # fmt: skip
         if targets or method:
             arguments = tuple(
                 (arg.keyword.value if arg.keyword else None, rank.deps(arg.value)) for arg in node.args if not arg.star
             )
-            self.references.append(Reference(targets, method, guards, function, arguments, loops, main_block=main, path=path))
-        if passed:  # mp.spawn(train, ...), threading.Thread(target=worker), hooks
+            self.references.append(Reference(targets, method, arguments=arguments, **where))
+        if passed:  # mp.spawn(train, ...), threading.Thread(target=worker)
             indexed = bool(names & INDEXED_LAUNCHES)
-            self.references.append(
-                Reference(tuple(passed), None, guards, function, (), loops, launch, indexed, main, path)
-            )
+            self.references.append(Reference(tuple(passed), None, launch=launch, indexed=indexed, **where))
+        if trigger:
+            self.references.append(Reference((), None, trigger=trigger, **where))
 
     def in_launcher(self, function: cst.FunctionDef | None, path: tuple[tuple[int, int], ...]) -> bool:
         """Whether code at `path` in `function` runs in the launcher parent:
@@ -194,6 +215,8 @@ class CallGraph:
         """The functions a reference may reach (methods on `self` resolve by name)."""
         if reference.method is not None:
             return tuple(self.functions.get(reference.method, ()))
+        if reference.trigger is not None:
+            return tuple(self.hooks.get(reference.trigger, ()))
         return reference.targets
 
     def class_of(self, function: cst.FunctionDef) -> cst.ClassDef | None:

@@ -8,7 +8,7 @@ about nodes the caller already holds; nothing walks the module again.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from ddplint.analysis.calls import bind_arguments
 from ddplint.analysis.classes import imported_bases, inherits_from
@@ -200,18 +200,57 @@ def local_values(function: cst.FunctionDef) -> dict[str, list[cst.BaseExpression
 
 
 def attribute_uses(function: cst.FunctionDef) -> tuple[set[str], set[str]]:
-    """(indexed, read): ``self.x[...]`` subscripts, and every ``self.x`` read."""
+    """(indexed, read): ``self.x[...]`` subscripts by a computed index (not
+    ``self.cfg["root"]``, a constant key), and every ``self.x`` read."""
     indexed: set[str] = set()
     read: set[str] = set()
     for node in descendants(function.body):
         if isinstance(node, cst.Subscript):
             name = _self_attribute(node.value)
-            if name is not None:
+            if name is not None and not _constant_subscript(node):
                 indexed.add(name)
         name = _self_attribute(node)
         if name is not None:
             read.add(name)
     return indexed, read
+
+
+def _constant_subscript(node: cst.Subscript) -> bool:
+    return all(
+        isinstance(e.slice, cst.Index) and isinstance(e.slice.value, (cst.SimpleString, cst.Integer, cst.ConcatenatedString))
+        for e in node.slice
+    )
+
+
+def appended_in_loops(function: cst.FunctionDef, receiver: Callable[[cst.BaseExpression], str | None]) -> set[str]:
+    """The containers (named by `receiver`) that the function fills in a loop
+    with Python objects: ``.append({...})``, ``.append((path, label))``,
+    ``.append(f"...")``. Lists of tensors or of unknown values are not counted."""
+    found: set[str] = set()
+    for node in descendants(function.body, into_functions=False):
+        if not isinstance(node, (cst.For, cst.While)):
+            continue
+        for inner in descendants(node.body, into_functions=False):
+            if (
+                isinstance(inner, cst.Call)
+                and isinstance(inner.func, cst.Attribute)
+                and inner.func.attr.value == "append"
+                and len(inner.args) == 1
+                and type(inner.args[0].value).__name__ in _PYTHON_OBJECTS
+            ):
+                name = receiver(inner.func.value)
+                if name is not None:
+                    found.add(name)
+    return found
+
+
+#: Values that are plainly Python objects (not tensors or arrays), by LibCST node class.
+_PYTHON_OBJECTS = frozenset({"Dict", "Tuple", "List", "SimpleString", "FormattedString", "DictComp"})
+
+
+def appended_attributes(function: cst.FunctionDef) -> set[str]:
+    """``self.x`` that the function fills with Python objects in a loop."""
+    return appended_in_loops(function, _self_attribute)
 
 
 def _self_attribute(node: cst.CSTNode) -> str | None:

@@ -69,6 +69,8 @@ class DistributedContext:
     def __init__(self, scopes: ScopeTracker) -> None:
         self._scopes = scopes
         self.found = False
+        #: A process group of one process only (`init_process_group(..., world_size=1)`).
+        self.one_process = False
 
     def leave_Import(self, node: cst.Import) -> None:
         if not self.found:
@@ -83,8 +85,6 @@ class DistributedContext:
             self.found = any(is_distributed_name(q) for _, q in import_bindings(node))
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.found:
-            return
         func = node.func
         if isinstance(func, cst.Attribute):
             name = func.attr.value
@@ -94,6 +94,16 @@ class DistributedContext:
             return
         if name in _INIT_CALLS:
             self.found = True
+            if any(_one_process(a) for a in node.args):
+                self.one_process = True
             return
-        if isinstance(func, cst.Attribute):
+        if not self.found and isinstance(func, cst.Attribute):
             self.found = any(is_distributed_name(q) for q in self._scopes.qualified_names(func))
+
+
+def _one_process(arg: cst.Arg) -> bool:
+    """`world_size=1`: OLMo's dataloader replay joins a group of one."""
+    return (
+        arg.keyword is not None and arg.keyword.value == "world_size"
+        and isinstance(arg.value, cst.Integer) and arg.value.value == "1"
+    )  # fmt: skip

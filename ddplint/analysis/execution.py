@@ -177,6 +177,8 @@ class ExecutionModel:
     def _caller_runs(self, reference, runs: dict) -> Runs | None:
         if reference.launch:
             return Runs.ALL  # the workers: one per rank, whoever launched them
+        if reference.single:
+            return None  # only a one-process run makes this call
         if self._launcher_code(reference.function, reference.path, reference.main_block):
             return None  # the launcher's own calls
         if reference.function is None:

@@ -84,8 +84,8 @@ class SingleProcessCode:
         return False
 
     def _after_exit(self, block: cst.CSTNode, child: cst.CSTNode) -> bool:
-        """`child` follows ``if <distributed>: return`` in `block`."""
-        return any(self.implies(statement.test, truthy=False) for statement in early_exits(block, child))
+        """`child` follows ``if <distributed>: return`` (or ``raise``) in `block`."""
+        return any(self.implies(statement.test, truthy=False) for statement in early_exits(block, child, raises=True))
 
     def implies(self, test: cst.BaseExpression, truthy: bool) -> bool:
         """Whether `test` being `truthy` means the job has one process."""

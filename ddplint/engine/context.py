@@ -130,7 +130,8 @@ class FileContext:
     @property
     def in_distributed_context(self) -> bool:
         """Whether the module is distributed code; final after the walk."""
-        return self._distributed.found and runs_per_rank(self.source)
+        distributed = self._distributed
+        return distributed.found and not distributed.one_process and runs_per_rank(self.source)
 
     # ------------------------------------------------------------ reporting
 
