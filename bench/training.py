@@ -162,6 +162,8 @@ def main(argv_root: Path, record: bool, only: set[str] | None, min_precision: fl
             if verdict.repo in linted:
                 verdict.state = "open" if key in seen else "gone"
         write_verdicts(verdicts)
+        if only is None and not missing:
+            write_measured(measured_counts(verdicts))
     failed = bool(problems)
     if min_precision is not None:
         overall = precision(sum((c for code, c in counts.items() if statuses.get(code) == "stable"), Counter()))
@@ -169,6 +171,30 @@ def main(argv_root: Path, record: bool, only: set[str] | None, min_precision: fl
             print(f"overall precision of the stable rules {overall:.2f} < {min_precision}", file=sys.stderr)
             failed = True
     return 1 if failed else 0
+
+
+MEASURED = HERE.parent / "ddplint" / "measured.py"
+
+
+def measured_counts(verdicts: dict[tuple[str, str], Verdict]) -> dict[str, tuple[int, int, int, int]]:
+    """Per rule: (findings, right, wrong, harmless) over the open verdicts."""
+    tallies: dict[str, Counter[str]] = defaultdict(Counter)
+    for verdict in verdicts.values():
+        if verdict.state == "open":
+            tallies[verdict.rule]["findings"] += 1
+            tallies[verdict.rule][verdict.verdict] += 1
+    return {
+        code: (t["findings"], t["right"], t["wrong"], t["harmless"]) for code, t in sorted(tallies.items())
+    }
+
+
+def write_measured(counts: dict[str, tuple[int, int, int, int]], path: Path = MEASURED) -> None:
+    """Rewrite the table between the markers of ddplint/measured.py."""
+    text = path.read_text(encoding="utf-8")
+    head, rest = text.split("    # measured:start\n", 1)
+    _, tail = rest.split("    # measured:end\n", 1)
+    rows = "".join(f'    "{code}": {values},\n' for code, values in counts.items())
+    path.write_text(f"{head}    # measured:start\n{rows}    # measured:end\n{tail}", encoding="utf-8")
 
 
 def precision(tally: Counter[str]) -> float | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from ddplint import measured
 from ddplint.rule import Rule, all_rules
 
 REPOSITORY = "https://github.com/ddplint/ddplint"
@@ -34,26 +35,46 @@ def rule_markdown(rule: type[Rule], level: int = 1) -> str:
     if level != 1:
         body = re.sub(r"^## ", "#" * (level + 1) + " ", body, flags=re.MULTILINE)
     extras = " · only in distributed code" if rule.distributed_only else ""
+    status = ""
+    if not rule.code.startswith("RT"):
+        status = f" · {_status(rule)} · precision on the training repositories: {measured.shown(rule.code)}"
     return (
         f"{head} {rule.code} {rule.name}\n\n"
-        f"Default severity: **{rule.severity.value}**{extras}\n\n"
+        f"Default severity: **{rule.severity.value}**{extras}{status}\n\n"
         f"{rule.summary}\n\n{body}\n"
     )
+
+
+def _status(rule: type[Rule]) -> str:
+    return {
+        "preview": "**preview** (runs with `--preview`)",
+        "opt-in": "**off by default** (select it by code)",
+    }.get(rule.status(), "stable")
 
 
 def rules_table(rules: tuple[type[Rule], ...]) -> str:
     """A plain-text table of codes, names, severities and summaries."""
     width = max(len(r.name) for r in rules)
-    return "".join(f"{r.code}  {r.name:<{width}}  {r.severity.value:<7}  {r.summary}\n" for r in rules)
+    return "".join(
+        f"{r.code}  {r.name:<{width}}  {r.severity.value:<7}  {r.status():<7}  {r.summary}\n" for r in rules
+    )
 
 
 def rules_index(link_prefix: str = "", rules: tuple[type[Rule], ...] | None = None) -> str:
-    """A Markdown table of every rule (or the given checks), linking to `link_prefix#anchor`."""
+    """A Markdown table of every rule (or the given checks), linking to
+    `link_prefix#anchor`; rules show their status and measured precision."""
+    if rules is not None:  # the runtime checks
+        rows = "".join(
+            f"| [{r.code}]({link_prefix}#{anchor(r)}) | {r.name} | {r.severity.value} | {r.summary} |\n" for r in rules
+        )
+        return "| Code | Name | Severity | What it catches |\n|---|---|---|---|\n" + rows
     rows = "".join(
-        f"| [{r.code}]({link_prefix}#{anchor(r)}) | {r.name} | {r.severity.value} | {r.summary} |\n"
-        for r in (all_rules() if rules is None else rules)
+        f"| [{r.code}]({link_prefix}#{anchor(r)}) | {r.name} | {r.severity.value} | {r.status()} | "
+        f"{measured.shown(r.code)} | {r.summary} |\n"
+        for r in all_rules()
     )
-    return "| Code | Name | Severity | What it catches |\n|---|---|---|---|\n" + rows
+    header = "| Code | Name | Severity | Status | Precision (findings) | What it catches |\n|---|---|---|---|---|---|\n"
+    return header + rows
 
 
 def rules_reference() -> str:

@@ -36,3 +36,13 @@ def shown_path(path: str, cwd: Path, absolute_paths: bool = False) -> str:
     if os.path.isabs(path):
         return os.path.relpath(path, cwd)
     return path
+
+
+def is_test_file(path: str) -> bool:
+    """`tests/...`, `test_*.py`, `*_test.py`, `*test_utils.py`: tests run
+    ranks on one node and compare them on purpose."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    return any(p in ("test", "tests", "gpu_tests") for p in parts[:-1]) or name.startswith("test_") or name.endswith(
+        ("_test.py", "test_utils.py")
+    )

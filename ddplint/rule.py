@@ -42,6 +42,10 @@ _HEADING_RE = re.compile(r"^## (.+?)\s*$", re.MULTILINE)
 
 _REGISTRY: dict[str, type[Rule]] = {}
 
+#: The shared analyses a rule may require (`engine.context.OPTIONAL_ANALYSES`;
+#: named here because this module must not import LibCST).
+KNOWN_ANALYSES = frozenset({"rank", "loops", "data"})
+
 
 class RuleDefinitionError(TypeError):
     """A rule class is malformed (bad code, duplicate code, missing docs)."""
@@ -170,6 +174,9 @@ def _validate(cls: type[Rule]) -> None:
     summary = getattr(cls, "summary", "")
     if not summary or "\n" in summary:
         raise RuleDefinitionError(f"{where}: summary must be one line")
+    unknown = set(cls.requires) - KNOWN_ANALYSES
+    if unknown:
+        raise RuleDefinitionError(f"{where}: requires unknown analyses {sorted(unknown)} (known: {sorted(KNOWN_ANALYSES)})")
     if not cls.facts_replace <= {"tokens", "context_tokens"}:
         raise RuleDefinitionError(f"{where}: facts_replace names requirements other than tokens, context_tokens")
 

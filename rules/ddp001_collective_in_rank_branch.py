@@ -159,7 +159,7 @@ class CollectiveInRankBranch(Rule):
         "rank", "RANK", "is_main", "is_master", "master_process", "is_global_zero", "process_index",
         "is_world_process_zero", "is_local_process_zero", "should_save", "_first", "on_main_process",
         "on_local_main_process", "on_process", "on_local_process", "on_last_process", "is_local_master",
-        "SLURM_PROCID", "SLURM_LOCALID", "ordinal",
+        "SLURM_PROCID", "SLURM_LOCALID", "ordinal", "_process", "_stage",
     )  # fmt: skip
     #: `utils.reduce_dict()` is a collective and `utils.am_leader()` a rank test.
     facts_replace = frozenset({"tokens", "context_tokens"})

@@ -11,6 +11,7 @@ from ddplint.analysis.names import dotted_name, last_name
 from ddplint.analysis.rank import Site
 from ddplint.analysis.values import truthiness
 from ddplint.lazy import cst
+from ddplint.paths import is_test_file
 from ddplint.model import Severity
 from ddplint.rule import Rule
 
@@ -129,7 +130,7 @@ class MissingDistributedSampler(Rule):
         return None
 
     def finish(self) -> None:
-        if not self.distributed or self.prepared or is_test_file(self.ctx.path):
+        if not self.distributed or self.prepared or is_test_file(self.ctx.path) or self.ctx.one_process_group:
             return  # a test compares ranks on the same data on purpose
         rank = self.ctx.rank
         for site, shown in self.candidates:
@@ -142,15 +143,6 @@ class MissingDistributedSampler(Rule):
                 "`sampler.set_epoch(epoch)` each epoch)",
                 statement=site.statement,
             )
-
-
-def is_test_file(path: str) -> bool:
-    """`tests/...`, `test_*.py`, `*_test.py`, `*test_utils.py`."""
-    parts = path.replace("\\", "/").split("/")
-    name = parts[-1]
-    return any(p in ("test", "tests") for p in parts[:-1]) or name.startswith("test_") or name.endswith(
-        ("_test.py", "test_utils.py")
-    )
 
 
 def _name_of(node: cst.CSTNode | None) -> str | None:

@@ -80,17 +80,19 @@ class GetitemReturnsNonTensor(Rule):
     ## Example
 
     ```python
-    def __getitem__(self, index):
-        image = np.asarray(Image.open(self.paths[index]).convert("RGB"))
-        return image, self.labels[index]
+    class Images(Dataset):
+        def __getitem__(self, index):
+            image = np.asarray(Image.open(self.paths[index]).convert("RGB"))
+            return image, self.labels[index]
     ```
 
     ## Use instead
 
     ```python
-    def __getitem__(self, index):
-        image = np.asarray(Image.open(self.paths[index]).convert("RGB"))
-        return torch.from_numpy(image).permute(2, 0, 1), self.labels[index]
+    class Images(Dataset):
+        def __getitem__(self, index):
+            image = np.asarray(Image.open(self.paths[index]).convert("RGB"))
+            return torch.from_numpy(image).permute(2, 0, 1), self.labels[index]
     ```
 
     ## Fix safety

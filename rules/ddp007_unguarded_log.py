@@ -77,7 +77,8 @@ class UnguardedLog(Rule):
     `print` once the module replaces it on other ranks (DETR's
     `setup_for_distributed`, MoCo's `builtins.print = print_pass`); output
     whose text carries the rank or process (`print(f"[rank {rank}] ...")`,
-    `os.getpid()`); `accelerator.print`, Lightning's `self.log`/`self.print`,
+    `os.getpid()`), logger errors under a condition and warnings in the
+    `else` of a success test (news about that rank); `accelerator.print`, Lightning's `self.log`/`self.print`,
     `rank_zero_info`, a module's own `print_rank_0` or logger class (judged
     where it prints); loggers from `accelerate.logging.get_logger`, calls
     naming their ranks (`logger.info(msg, ranks=[0])`), and loggers whose
@@ -215,6 +216,8 @@ class UnguardedLog(Rule):
         elif method in LOG_METHODS:
             if any(a.keyword is not None and a.keyword.value in RANKS_KEYWORDS for a in node.args):
                 return  # the call names the ranks it emits on
+            if self._problem_report(method):
+                return  # news about this rank: each rank that hits it should say so
             kind = self._logger_kind(receiver)
             if kind is not None:
                 self.sites.append(
@@ -222,6 +225,13 @@ class UnguardedLog(Rule):
                             receiver=ctx.module.code_for_node(receiver), tests_before=self.rank_zero.mark(),
                             leaves=leaves_after(ctx.stack))
                 )  # fmt: skip
+
+    def _problem_report(self, method: str) -> bool:
+        """An error under a condition, or a warning in the `else` of a success test."""
+        stack = self.ctx.stack
+        if method in ("error", "exception", "critical"):
+            return any(isinstance(n, (cst.If, cst.Else)) for n in stack)
+        return method in ("warning", "warn") and any(isinstance(n, cst.Else) for n in stack)
 
     def _in_except(self) -> bool:
         """Error reporting: every rank that fails says so, and should."""

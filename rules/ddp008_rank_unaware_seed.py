@@ -97,6 +97,7 @@ class RankUnawareSeed(Rule):
     ```python
     dist.init_process_group("nccl")
     torch.manual_seed(42)
+    augment = torchvision.transforms.RandomResizedCrop(224)
     ```
 
     ## Use instead
@@ -104,6 +105,7 @@ class RankUnawareSeed(Rule):
     ```python
     dist.init_process_group("nccl")
     torch.manual_seed(42 + dist.get_rank())
+    augment = torchvision.transforms.RandomResizedCrop(224)
     ```
 
     ## Fix safety

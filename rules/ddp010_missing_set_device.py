@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ddplint.analysis.callgraph import is_main_test
 from ddplint.analysis.names import dotted_name, last_name
 from ddplint.lazy import cst
 from ddplint.model import Severity
@@ -12,7 +13,6 @@ INIT_PROCESS_GROUP = frozenset(
 )
 #: Libraries that pin each process to its GPU themselves.
 SELF_PINNING = ("accelerate", "lightning", "pytorch_lightning")
-_DEVICE_CALLS = frozenset({"to", "cuda"})
 
 
 class MissingSetDevice(Rule):
@@ -21,22 +21,31 @@ class MissingSetDevice(Rule):
 
     Flags `init_process_group(...)` with the NCCL backend (`"nccl"`,
     `"cuda:nccl"`, `Backend.NCCL`, or no backend, which picks NCCL for CUDA
-    tensors) in a module that never pins the process to its own GPU. Any
-    of these counts as pinning: `torch.cuda.set_device(...)`, a `device_id=`
-    argument to `init_process_group`, `torch.device(f"cuda:{local_rank}")` or
-    `torch.device("cuda", local_rank)`, `.to(local_rank)`/`.cuda(local_rank)`,
-    `DistributedDataParallel(..., device_ids=[local_rank])`, DeepSpeed's
-    `get_accelerator().set_device(...)`, `with torch.cuda.device(local_rank):`,
-    setting `CUDA_VISIBLE_DEVICES` from the rank, or using accelerate or
-    Lightning (they set the device). Gloo and MPI backends, and a backend
-    given as a variable, are not flagged.
+    tensors) in a module that never sets the process's current device. Only
+    these set it: `torch.cuda.set_device(...)` (DeepSpeed's
+    `get_accelerator().set_device(...)` too), `with torch.cuda.device(...):`,
+    a `device_id=` argument to `init_process_group`, `CUDA_VISIBLE_DEVICES`
+    set in the process before CUDA starts, or a framework that sets it
+    (accelerate, Lightning). Moving the model does not:
+    `.to(local_rank)`, `.cuda(local_rank)`, `torch.device("cuda", local_rank)`
+    and `DDP(..., device_ids=[local_rank])` place the model's tensors but
+    leave the current device at `cuda:0`. Gloo and MPI backends, and a
+    backend given as a variable, are not flagged; nor is a generic helper
+    (`utils.setup()`) of a module without an `if __name__ == "__main__":`
+    block, whose caller may set the device right after calling it. Set-up
+    helpers by name (`init_distributed_mode`, `init_dist`) are judged: they
+    are where the pinning belongs.
 
     ## Why is this bad?
 
-    Without pinning, every rank's current device is `cuda:0`: NCCL
-    communicators and the first CUDA allocations of all ranks land on GPU 0,
-    which runs out of memory or serialises the job while the other GPUs sit
-    idle, and collectives can hang when several ranks share one device.
+    The current device decides where NCCL puts a communicator, where
+    `barrier()` allocates its buffer and where the CUDA caching allocator
+    starts a context: without `set_device`, every rank also creates a
+    context on GPU 0, which costs hundreds of MiB there per rank, can run
+    GPU 0 out of memory, and makes `barrier()` hang when NCCL maps two ranks
+    to one device. PyTorch warns ("devices used by this process are
+    currently unknown"); pytorch/examples added `set_device` to its DDP
+    tutorials "to avoid hangs and high memory utilization on GPU:0".
 
     ## Example
 
@@ -68,14 +77,16 @@ class MissingSetDevice(Rule):
     name = "missing-set-device"
     severity = Severity.ERROR
     summary = "NCCL process group in a module that never pins each rank to its GPU."
-    requires = frozenset({"rank"})
     tokens = ("init_process_group",)
     tags = ("correctness", "performance")
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.inits: list[tuple[cst.Call, cst.CSTNode]] = []
+        #: (call, statement, inside a helper whose job is distributed set-up).
+        self.inits: list[tuple[cst.Call, cst.CSTNode, bool]] = []
         self.pinned = False
+        #: The module runs as a program (`if __name__ == "__main__":`), not a helper of one.
+        self.script = False
 
     def visit_Import(self, node: cst.Import) -> None:
         self.pinned |= any(_self_pinning(dotted_name(a.name)) for a in node.names)
@@ -100,26 +111,33 @@ class MissingSetDevice(Rule):
             if any(a.keyword is not None and a.keyword.value == "device_id" for a in node.args):
                 self.pinned = True
             elif _uses_nccl(node):
-                self.inits.append((node, self.ctx.statement()))
+                self.inits.append((node, self.ctx.statement(), self._init_helper()))
             return
         self.pinned = self._pins(node, names)
 
     def _pins(self, node: cst.Call, names: frozenset) -> bool:
-        method = last_name(node.func)
-        if method == "set_device" or names & {"torch.cuda.device"}:
-            return True
-        rank = self.ctx.rank
-        if names & {"torch.device"} or method in _DEVICE_CALLS:
-            return bool(rank.deps_of_all(a.value for a in node.args))
-        for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value == "device_ids" and rank.deps(arg.value):
-                return True
-        return False
+        """`set_device(...)` on any receiver, or `torch.cuda.device(...)`."""
+        return last_name(node.func) == "set_device" or bool(names & {"torch.cuda.device"})
+
+    def visit_If(self, node: cst.If) -> None:
+        if not self.script and len(self.ctx.stack) == 2 and is_main_test(node.test):
+            self.script = True
+
+    def _init_helper(self) -> bool:
+        """`init_distributed_mode()`, `init_dist()`: the function whose job is
+        the set-up, where pinning belongs (not a generic `setup()`)."""
+        function = self.ctx.enclosing_function()
+        if function is None:
+            return True  # module-level code: the module is the program
+        name = function.name.value.lower()
+        return name.startswith("init") or "dist" in name
 
     def finish(self) -> None:
         if self.pinned:
             return
-        for node, statement in self.inits:
+        for node, statement, helper in self.inits:
+            if not (self.script or helper):
+                continue  # a generic helper of another script: whether its caller pins is not visible here
             self.report(
                 node,
                 f"`{self.ctx.module.code_for_node(node.func)}(...)` uses NCCL but this module never pins the "

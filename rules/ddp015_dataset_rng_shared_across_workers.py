@@ -40,6 +40,9 @@ class DatasetRngSharedAcrossWorkers(Rule):
     global `np.random`, `random` and `torch` functions, which PyTorch reseeds
     per worker; a missing `worker_init_fn` by itself.
 
+    **Preview** (`--preview`): on the training repositories its only
+    findings were in dataset code no entry point builds.
+
     ## Why is this bad?
 
     Each DataLoader worker is a fork of the main process and gets a copy of
@@ -94,6 +97,7 @@ class DatasetRngSharedAcrossWorkers(Rule):
     tokens = ("default_rng", "RandomState", "Generator", "Random")
     context_tokens = ("__getitem__", "__iter__")
     requires = frozenset({"data"})
+    preview = True
     tags = ("correctness", "data-loading")
 
     def __init__(self, ctx) -> None:

@@ -24,7 +24,8 @@ class SeedInLauncher(Rule):
     `torch.backends.cudnn.deterministic`/`benchmark = ...` and
     `torch.use_deterministic_algorithms(...)`.
 
-    Not flagged: the same calls in the worker, in a branch that does not
+    Not flagged: setting a cuDNN flag to `False` (the default every worker
+    starts with); the same calls in the worker, in a branch that does not
     launch (`else: main_worker(args.gpu, ngpus, args)`), or at module level
     outside the `if __name__ == "__main__":` block (every spawned worker
     imports the module again and runs those).
@@ -85,6 +86,8 @@ class SeedInLauncher(Rule):
         for target in node.targets:
             names = ctx.qualified_names(target.target) if isinstance(target.target, cst.Attribute) else frozenset()
             if any(n and n.startswith(_CUDNN) and n[len(_CUDNN):] in CUDNN_FLAGS for n in names):
+                if isinstance(node.value, cst.Name) and node.value.value == "False":
+                    continue  # the default a spawned worker starts with anyway
                 shown = f"`{ctx.module.code_for_node(target.target)} = ...`"
                 self.sites.append((ctx.rank.site(target.target), shown))
 

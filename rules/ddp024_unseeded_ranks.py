@@ -44,6 +44,9 @@ class UnseededRanks(Rule):
     ```python
     dist.init_process_group("nccl")
     model = DDP(build_model().cuda(local_rank), device_ids=[local_rank])
+    for batch in loader:
+        model(batch).loss.backward()
+        optimizer.step()
     ```
 
     ## Use instead
@@ -52,6 +55,9 @@ class UnseededRanks(Rule):
     dist.init_process_group("nccl")
     torch.manual_seed(args.seed + dist.get_rank())
     model = DDP(build_model().cuda(local_rank), device_ids=[local_rank])
+    for batch in loader:
+        model(batch).loss.backward()
+        optimizer.step()
     ```
 
     ## References

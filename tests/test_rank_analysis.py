@@ -188,7 +188,11 @@ def test_the_analysis_runs_once_per_file_for_all_rules(monkeypatch) -> None:
         result = check_source("a.py", source, Settings(frozenset({"DDP001", "DDP990"})))
         assert [f.rule for f in result.findings] == ["DDP001"]
         assert created == ["a.py"]
-        check_source("b.py", source, Settings(frozenset({"DDP012"})))  # no rule needs it
+        # A file that is parsed and linted (DDP012 applies to it) by rules that
+        # do not need the analysis: none is made.
+        amp = "import torch\nwith torch.cuda.amp.autocast():\n    pass\n"
+        parsed = check_source("b.py", amp, Settings(frozenset({"DDP012"})))
+        assert [f.rule for f in parsed.findings] == ["DDP012"]  # it was parsed
         assert created == ["a.py"]
     finally:
         del _REGISTRY["DDP990"]

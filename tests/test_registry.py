@@ -13,9 +13,45 @@ from ddplint.rule import REQUIRED_SECTIONS, Rule, RuleDefinitionError, all_rules
 
 
 def test_codes_and_names_are_unique() -> None:
-    rules = all_rules()
-    assert len({r.code for r in rules}) == len(rules)
-    assert len({r.name for r in rules}) == len(rules)
+    """Read from the rule modules' sources: the registry, keyed by code,
+    could not hold a duplicate to find."""
+    declared: dict[str, list[str]] = {}
+    for path in sorted((REPO / "rules").glob("ddp*.py")):
+        for match in re.finditer(r'^\s+code = "(DDP\d{3})"$', path.read_text(encoding="utf-8"), re.M):
+            declared.setdefault(match.group(1), []).append(path.name)
+    assert {code: files for code, files in declared.items() if len(files) > 1} == {}
+    assert sorted(declared) == [r.code for r in all_rules()]
+    names = [r.name for r in all_rules()]
+    assert len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
+def test_every_rules_documented_example_triggers_it(rule) -> None:
+    """The *Example* section's code, linted as a file with the default rules
+    and this one, preview on: the rule reports it."""
+    from ddplint.config import Settings
+    from ddplint.config.selection import resolve
+    from ddplint.engine import check_source
+
+    if rule.code == "DDP000":
+        pytest.skip("the example is a file that does not parse, shown as text")
+    example = re.search(r"```python\n(.*?)```", rule.docs.sections["Example"], re.S).group(1)
+    source = _EXAMPLE_PRELUDE + example
+    settings = Settings(rules=resolve((), preview=True) | {rule.code}, preview=True)
+    found = {f.rule for f in check_source("train.py", source, settings).findings}
+    assert rule.code in found, f"{rule.code}'s example is not reported (found {sorted(found)})"
+
+
+#: What an example assumes is in scope: the usual imports of a training script.
+_EXAMPLE_PRELUDE = (
+    "import json\nimport os\nimport random\nimport numpy as np\nimport torch\nimport torch.nn as nn\n"
+    "import torch.nn.functional as F\nimport torch.distributed as dist\nimport torch.multiprocessing as mp\n"
+    "import torch.backends.cudnn as cudnn\nimport torchvision\nfrom torch.utils.data import DataLoader, Dataset\n"
+    "from torch.utils.data.distributed import DistributedSampler\n"
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n"
+    "from transformers import AutoTokenizer\nfrom PIL import Image\n"
+)
 
 
 def test_every_rule_module_is_named_after_its_code() -> None:
@@ -52,6 +88,37 @@ def test_a_duplicate_code_is_refused() -> None:
             name = "duplicate"
             severity = Severity.NOTE
             summary = "A duplicate."
+
+
+def test_an_unknown_required_analysis_is_refused_when_the_class_is_defined() -> None:
+    """A typo in `requires` would otherwise raise for every file the rule
+    applies to, and lose the other rules' findings there."""
+    with pytest.raises(RuleDefinitionError, match="requires unknown analyses"):
+
+        class Typo(Rule):
+            """
+            ## What it does
+            x
+            ## Why is this bad?
+            x
+            ## Example
+            x
+            ## Use instead
+            x
+            """
+
+            code = "DDP997"
+            name = "typo"
+            severity = Severity.NOTE
+            summary = "A typo."
+            requires = frozenset({"rnak"})
+
+
+def test_known_analyses_are_the_engines() -> None:
+    from ddplint.engine.context import OPTIONAL_ANALYSES
+    from ddplint.rule import KNOWN_ANALYSES
+
+    assert KNOWN_ANALYSES == set(OPTIONAL_ANALYSES)
 
 
 def test_missing_docs_are_refused() -> None:

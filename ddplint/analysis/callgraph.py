@@ -46,7 +46,7 @@ PER_RANK_EVIDENCE = frozenset(
     {
         "init_process_group", "init_distributed", "init_distributed_mode", "init_dist", "setup_for_distributed",
         "Accelerator", "PartialState", "DistributedDataParallel", "FullyShardedDataParallel", "fully_shard",
-        "launch_from_torch", "init_device_mesh",
+        "launch_from_torch", "init_device_mesh", "DDP", "FSDP", "Fabric",
     }
 )  # fmt: skip
 _DEEPSPEED_INITIALIZE = frozenset({"deepspeed.initialize"})
@@ -89,6 +89,8 @@ class Reference:
     single: bool = False
     #: A framework call that runs the hooks registered for it (`accelerator.save_state`).
     trigger: str | None = None
+    #: The argument expressions, as (keyword or None, node), for constant switches.
+    values: tuple[tuple[str | None, cst.BaseExpression], ...] = ()
 
 
 class CallGraph:
@@ -111,7 +113,7 @@ class CallGraph:
         #: Functions containing a launch call (None: module level), with the
         #: branch path of each launch call in them.
         self.launchers: dict[cst.FunctionDef | None, list[tuple[tuple[int, int], ...]]] = defaultdict(list)
-        #: Parameters -> (function, position among the positional parameters).
+        #: Parameters -> (function, position among the positional parameters; -1 keyword-only).
         self.parameters: dict[cst.Param, tuple[cst.FunctionDef, int]] = {}
         #: Hooks registered for each trigger (`register_save_state_pre_hook(save_hook)`).
         self.hooks: dict[str, list[cst.FunctionDef]] = defaultdict(list)
@@ -127,6 +129,8 @@ class CallGraph:
         positional = (*node.params.posonly_params, *node.params.params)
         for index, param in enumerate(positional):
             self.parameters[param] = (node, index)
+        for param in node.params.kwonly_params:
+            self.parameters[param] = (node, -1)  # passed by keyword only
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
@@ -162,7 +166,8 @@ class CallGraph:
             arguments = tuple(
                 (arg.keyword.value if arg.keyword else None, rank.deps(arg.value)) for arg in node.args if not arg.star
             )
-            self.references.append(Reference(targets, method, arguments=arguments, **where))
+            values = tuple((arg.keyword.value if arg.keyword else None, arg.value) for arg in node.args if not arg.star)
+            self.references.append(Reference(targets, method, arguments=arguments, values=values, **where))
         if passed:  # mp.spawn(train, ...), threading.Thread(target=worker)
             indexed = bool(names & INDEXED_LAUNCHES)
             self.references.append(Reference(tuple(passed), None, launch=launch, indexed=indexed, **where))
@@ -222,16 +227,46 @@ class CallGraph:
     def class_of(self, function: cst.FunctionDef) -> cst.ClassDef | None:
         return self.owner.get(function)
 
+    def constant_argument(self, param: cst.Param) -> str | None:
+        """`"True"`/`"False"`/`"None"` when every call of the parameter's
+        function in the module passes that literal (or leaves that default):
+        `save_progress(..., safe_serialization=True)` at every call site."""
+        owner = self.parameters.get(param)
+        if owner is None:
+            return None
+        function, index = owner
+        calls = [r for r in self.references if not r.launch and function in self.targets_of(r)]
+        if not calls:
+            return None
+        positional = (*function.params.posonly_params, *function.params.params)
+        bound_self = bool(positional) and positional[0].name.value in _SELF
+        found: set[str] = set()
+        for call in calls:
+            offset = 1 if bound_self else 0
+            given = param.default
+            for position, (keyword, value) in enumerate(call.values):
+                if keyword == param.name.value or (keyword is None and index >= 0 and position + offset == index):
+                    given = value
+            if not (isinstance(given, cst.Name) and given.value in ("True", "False", "None")):
+                return None
+            found.add(given.value)
+        return found.pop() if len(found) == 1 else None
+
     # ------------------------------------------------------------ evidence
 
     def _note_evidence(self, node: cst.Call, names: frozenset) -> None:
+        """The innermost function whose code shows it runs per rank; a class
+        too when it is its `__init__` (a trainer that joins the group)."""
         last = last_name(node.func)
-        if last in PER_RANK_EVIDENCE or names & _DEEPSPEED_INITIALIZE:
-            for owner in reversed(self.ctx.stack):
-                if isinstance(owner, (cst.FunctionDef, cst.ClassDef)):
-                    self.evidence.add(owner)
-                    if isinstance(owner, cst.ClassDef) or _class_of_direct(self.ctx.stack, owner) is None:
-                        break
+        if last not in PER_RANK_EVIDENCE and not names & _DEEPSPEED_INITIALIZE:
+            return
+        function = next((n for n in reversed(self.ctx.stack) if isinstance(n, cst.FunctionDef)), None)
+        if function is None:
+            return
+        self.evidence.add(function)
+        owner = self.owner.get(function)
+        if owner is not None and function.name.value == "__init__":
+            self.evidence.add(owner)
 
     def _note_step(self) -> None:
         stack = self.ctx.stack
@@ -279,14 +314,15 @@ def in_main_block(stack: Sequence[cst.CSTNode]) -> bool:
     """Whether the node is inside a module-level ``if __name__ == "__main__":``."""
     for index, node in enumerate(stack):
         if isinstance(node, cst.If) and index + 1 < len(stack) and stack[index + 1] is node.body:
-            if _is_main_test(node.test):
+            if is_main_test(node.test):
                 return True
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             return False
     return False
 
 
-def _is_main_test(test: cst.BaseExpression) -> bool:
+def is_main_test(test: cst.BaseExpression) -> bool:
+    """`__name__ == "__main__"`."""
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return False
     sides = (test.left, test.comparisons[0].comparator)
@@ -302,8 +338,3 @@ def _class_of(stack: Sequence[cst.CSTNode]) -> cst.ClassDef | None:
     return None
 
 
-def _class_of_direct(stack: Sequence[cst.CSTNode], function: cst.FunctionDef) -> cst.ClassDef | None:
-    index = next((i for i, n in enumerate(stack) if n is function), None)
-    if index is None or index < 2:
-        return None
-    return _class_of(stack[: index + 1])

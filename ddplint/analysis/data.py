@@ -224,9 +224,11 @@ def _constant_subscript(node: cst.Subscript) -> bool:
 
 def appended_in_loops(function: cst.FunctionDef, receiver: Callable[[cst.BaseExpression], str | None]) -> set[str]:
     """The containers (named by `receiver`) that the function fills in a loop
-    with Python objects: ``.append({...})``, ``.append((path, label))``,
-    ``.append(f"...")``. Lists of tensors or of unknown values are not counted."""
+    with plain Python objects: ``.append({"image": path, "caption": text})``,
+    ``.append((path, label))``, ``.append(f"...")``. Tensors, arrays and
+    values of unknown calls (``.append((TF.to_tensor(img), i))``) do not count."""
     found: set[str] = set()
+    locals_ = local_values(function)
     for node in descendants(function.body, into_functions=False):
         if not isinstance(node, (cst.For, cst.While)):
             continue
@@ -237,6 +239,7 @@ def appended_in_loops(function: cst.FunctionDef, receiver: Callable[[cst.BaseExp
                 and inner.func.attr.value == "append"
                 and len(inner.args) == 1
                 and type(inner.args[0].value).__name__ in _PYTHON_OBJECTS
+                and _plain_python(inner.args[0].value, locals_, 0)
             ):
                 name = receiver(inner.func.value)
                 if name is not None:
@@ -246,6 +249,34 @@ def appended_in_loops(function: cst.FunctionDef, receiver: Callable[[cst.BaseExp
 
 #: Values that are plainly Python objects (not tensors or arrays), by LibCST node class.
 _PYTHON_OBJECTS = frozenset({"Dict", "Tuple", "List", "SimpleString", "FormattedString", "DictComp"})
+#: Calls that return plain Python values (strings, numbers, paths).
+_PLAIN_CALLS = frozenset({"join", "str", "int", "float", "strip", "split", "format", "loads", "Path", "basename", "len"})
+
+
+def _plain_python(value: cst.CSTNode, locals_: dict, depth: int) -> bool:
+    """Whether a value is built only of strings, numbers, paths and the like."""
+    if depth > 4:
+        return False
+    depth += 1
+    if isinstance(value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString, cst.Integer, cst.Float)):
+        return True
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return all(_plain_python(e.value, locals_, depth) for e in value.elements)
+    if isinstance(value, cst.Dict):
+        return all(isinstance(e, cst.DictElement) and _plain_python(e.value, locals_, depth) for e in value.elements)
+    if isinstance(value, cst.DictComp):
+        return _plain_python(value.value, locals_, depth)
+    if isinstance(value, cst.Name):
+        return all(_plain_python(v, locals_, depth) for v in locals_.get(value.value, ()))
+    if isinstance(value, (cst.Subscript, cst.Attribute)):
+        return True  # record["image"], item.path
+    if isinstance(value, cst.BinaryOperation):
+        return _plain_python(value.left, locals_, depth) and _plain_python(value.right, locals_, depth)
+    if isinstance(value, cst.Call):
+        func = value.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        return name in _PLAIN_CALLS
+    return False
 
 
 def appended_attributes(function: cst.FunctionDef) -> set[str]:

@@ -56,9 +56,14 @@ def runs_per_rank(source: str) -> bool:
     return _EXECUTION_EVIDENCE.matches(source) and not _LAUNCHER.matches(source)
 
 
+#: Parts of those libraries that single-process code uses as well: DeepSpeed's
+#: device abstraction (`get_accelerator().device_name()`).
+NOT_DISTRIBUTED = ("deepspeed.accelerator",)
+
+
 def is_distributed_name(qualname: str | None) -> bool:
     """True for a qualified name inside one of the distributed libraries."""
-    if not qualname:
+    if not qualname or any(qualname == p or qualname.startswith(p + ".") for p in NOT_DISTRIBUTED):
         return False
     return any(qualname == p or qualname.startswith(p + ".") for p in DISTRIBUTED_PREFIXES)
 

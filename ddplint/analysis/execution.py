@@ -84,10 +84,36 @@ class ExecutionModel:
             return Runs.SINGLE
         if self._launcher_code(site.function, site.path, site.main_block):
             return Runs.LAUNCHER
+        if self._dead(site.guards):
+            return Runs.UNKNOWN
         base = self.function_runs(site.function)
         if base not in _LEVEL:
             return base
         return smaller(base, self.guards_runs(site.guards))
+
+    def _dead(self, guards: Iterable[Guard]) -> bool:
+        """A branch no call of the function takes: `if safe_serialization:`
+        ... `else: torch.save(...)` where every call passes `True`."""
+        from ddplint.analysis.rank import GuardKind
+
+        for guard in guards:
+            if guard.kind is not GuardKind.BRANCH or guard.branches != 2 or guard.exit is not None:
+                continue
+            test, negated = guard.test, False
+            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                test, negated = test.expression, True
+            if not isinstance(test, cst.Name):
+                continue
+            params = [d[1] for d in guard.deps if isinstance(d, tuple) and d[0] == "param"]  # read during the walk
+            if len(params) != 1 or params[0].name.value != test.value:
+                continue
+            constant = self.graph.constant_argument(params[0])
+            if constant is None:
+                continue
+            truthy = (constant == "True") != negated
+            if truthy != (guard.branch == 0):
+                return True
+        return False
 
     def _launcher_code(self, function: cst.FunctionDef | None, path: tuple, main_block: bool) -> bool:
         """Code on the path of a launch call; at module level only in the
@@ -186,16 +212,27 @@ class ExecutionModel:
         return runs.get(reference.function)
 
     def _entry_points(self) -> list[cst.FunctionDef]:
-        """Functions nobody in the module calls whose own code runs per rank."""
+        """Functions nobody in the module calls whose own code runs per rank,
+        or that call such code (`main()` calling a `setup()` that joins the group)."""
         graph = self.graph
         called = {t for r in graph.references for t in graph.targets_of(r)}
+        evidence = set(graph.evidence)
+        changed = True
+        while changed:
+            changed = False
+            for reference in graph.references:
+                caller = reference.function
+                if caller is not None and caller not in evidence and not reference.launch:
+                    if any(t in evidence for t in graph.targets_of(reference)):
+                        evidence.add(caller)
+                        changed = True
         entries = []
         for functions in graph.functions.values():
             for function in functions:
                 if function in called:
                     continue
                 owner = graph.class_of(function)
-                if function in graph.evidence or (owner is not None and owner in graph.evidence):
+                if function in evidence or (owner is not None and owner in evidence):
                     entries.append(function)
         return entries
 

@@ -50,6 +50,8 @@ DEFAULT_RANK_NAMES = frozenset(
         "is_main_process", "is_local_main_process", "is_master", "is_main", "master_process",
         "is_global_zero", "is_world_process_zero", "is_local_process_zero", "should_save",
         "is_master_ordinal", "is_local_master", "is_rank_zero", "is_rank_0",
+        "is_last_process", "is_first_process", "is_last_stage", "is_first_stage", "is_pipeline_last_stage",
+        "is_pipeline_first_stage",
     }
 )  # fmt: skip
 
@@ -87,8 +89,12 @@ RANK_ZERO_DECORATORS = frozenset(
     {"rank_zero_only", "on_main_process", "on_local_main_process", "on_process", "on_local_process", "on_last_process"}
 )
 
-#: Context managers that run their body on different ranks at different times.
-STAGGERED_METHODS = frozenset({"main_process_first", "local_main_process_first"})
+#: Context managers that run their body on different ranks at different times
+#: (accelerate's, and YOLOv5's `torch_distributed_zero_first` by name, imported or not).
+STAGGERED_METHODS = frozenset(
+    {"main_process_first", "local_main_process_first", "torch_distributed_zero_first", "distributed_zero_first",
+     "rank_zero_first", "zero_rank_first", "priority_execution"}
+)  # fmt: skip
 
 #: Function names that return a rank whichever module defines them
 #: (`from utils.dist import get_rank`, detectron2's `comm.get_local_rank()`).

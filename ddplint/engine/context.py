@@ -128,6 +128,11 @@ class FileContext:
         return self.scopes.values_of(node)
 
     @property
+    def one_process_group(self) -> bool:
+        """The module joins a group of one (`init_process_group(..., world_size=1)`)."""
+        return self._distributed.one_process
+
+    @property
     def in_distributed_context(self) -> bool:
         """Whether the module is distributed code; final after the walk."""
         distributed = self._distributed

@@ -23,6 +23,7 @@ from jschema_to_python.to_json import to_json
 
 from ddplint import __version__
 from ddplint.docs import REPOSITORY, help_uri, rule_markdown
+from ddplint.measured import sarif_precision
 from ddplint.model import Finding, Notice, NoticeLevel, Severity, Span
 from ddplint.paths import project_root, relative_uri
 from ddplint.reporters import RenderOptions
@@ -82,7 +83,7 @@ def _descriptor(rule: Any) -> om.ReportingDescriptor:
         default_configuration=om.ReportingConfiguration(level=rule.severity.value),
         properties={
             "tags": list(dict.fromkeys(["pytorch", "distributed", *rule.tags])),
-            "precision": "high",
+            "precision": sarif_precision(rule.code),
             "problem.severity": _PROBLEM_SEVERITY[rule.severity],
         },
     )

@@ -1,0 +1,92 @@
+"""DDP025 global-rank-device."""
+
+from __future__ import annotations
+
+from ddplint.analysis.rank_kinds import GLOBAL, device_index_arguments, rank_kind
+from ddplint.lazy import cst
+from ddplint.model import Severity
+from ddplint.paths import is_test_file
+from ddplint.rule import Rule
+
+
+class GlobalRankDevice(Rule):
+    """
+    ## What it does
+
+    Flags a GPU picked with the *global* rank: `torch.cuda.set_device(rank)`,
+    `model.to(rank)`/`.cuda(rank)`, `DDP(..., device_ids=[rank])`,
+    `torch.device("cuda", rank)` and `f"cuda:{rank}"` (also through a
+    variable holding one of those), where `rank` comes from `RANK`,
+    `dist.get_rank()`, `SLURM_PROCID` or `accelerator.process_index`.
+
+    Not flagged: the local rank (`LOCAL_RANK`, `SLURM_LOCALID`,
+    `accelerator.local_process_index`), the global rank modulo the GPUs of
+    a node (`rank % torch.cuda.device_count()`), and a rank whose origin is
+    not visible (the index `mp.spawn` passes a worker is a local rank), and
+    test files (`tests/`, `test_*.py`: they run their ranks on one node).
+
+    ## Why is this bad?
+
+    On one node the global and the local rank coincide, so the script works
+    in every single-node test. On the second node, rank 8 asks for `cuda:8`
+    on a machine with GPUs 0-7: `invalid device ordinal`, or, where
+    `device_ids` wraps around, two processes on one GPU. DiT and SiT shipped
+    `device_ids=[rank]` and fixed it for multi-node training.
+
+    ## Example
+
+    ```python
+    rank = dist.get_rank()
+    device = rank % torch.cuda.device_count()
+    torch.cuda.set_device(device)
+    model = DDP(model.to(device), device_ids=[rank])
+    ```
+
+    ## Use instead
+
+    ```python
+    rank = dist.get_rank()
+    device = rank % torch.cuda.device_count()
+    torch.cuda.set_device(device)
+    model = DDP(model.to(device), device_ids=[device])
+    ```
+
+    Or read `LOCAL_RANK`, which torchrun sets for every process.
+
+    ## References
+
+    - [torchrun: environment variables](https://pytorch.org/docs/stable/elastic/run.html#environment-variables)
+    """
+
+    code = "DDP025"
+    name = "global-rank-device"
+    severity = Severity.WARNING
+    summary = "A GPU picked with the global rank: the second node asks for devices it does not have."
+    tokens = ("set_device", "device_ids", "device_id", "device_map", "cuda", "device", "output_device")
+    #: A global rank must be in sight.
+    context_tokens = ("RANK", "get_rank", "process_index", "SLURM_PROCID", "global_rank", "world_rank")
+    tags = ("correctness", "multi-node")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.seen: set[int] = set()
+        self.skip = False
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.skip = is_test_file(self.ctx.path)  # single-node tests: the global rank is the local one
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.skip:
+            return
+        ctx = self.ctx
+        for index in device_index_arguments(node, ctx):
+            if id(index) in self.seen or rank_kind(index, ctx) != GLOBAL:
+                continue
+            self.seen.add(id(index))
+            shown = ctx.module.code_for_node(index)
+            self.report(
+                node,
+                f"`{shown}` is the global rank, but a GPU index must be local to the node: on the second "
+                "node this asks for a device that does not exist; use `LOCAL_RANK` "
+                f"(or `{shown} % torch.cuda.device_count()`)",
+            )
