@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from urllib.parse import quote
@@ -46,3 +47,18 @@ def is_test_file(path: str) -> bool:
     return any(p in ("test", "tests", "gpu_tests") for p in parts[:-1]) or name.startswith("test_") or name.endswith(
         ("_test.py", "test_utils.py")
     )
+
+
+def message_path(path: str) -> str:
+    """A path as a message shows it: repository-relative (never the
+    absolute path of the user's machine, which a message would otherwise
+    carry into CI logs and code-scanning alerts); relative paths as they are."""
+    if not os.path.isabs(path):
+        return path
+    root = _root_of(os.path.dirname(path))
+    return Path(os.path.relpath(path, root)).as_posix() if root is not None else os.path.basename(path)
+
+
+@functools.lru_cache(maxsize=256)
+def _root_of(directory: str) -> Path | None:
+    return git_root(Path(directory))

@@ -18,6 +18,7 @@ from ddplint.analysis.rank import Guard, GuardKind, polarity
 from ddplint.analysis.rank_sets import RankSets
 from ddplint.lazy import cst
 from ddplint.model import Related, Severity, Span
+from ddplint.paths import message_path
 from ddplint.project.facts import Fact
 from ddplint.rule import Rule
 
@@ -159,7 +160,8 @@ class CollectiveInRankBranch(Rule):
         "rank", "RANK", "is_main", "is_master", "master_process", "is_global_zero", "process_index",
         "is_world_process_zero", "is_local_process_zero", "should_save", "_first", "on_main_process",
         "on_local_main_process", "on_process", "on_local_process", "on_last_process", "is_local_master",
-        "SLURM_PROCID", "SLURM_LOCALID", "ordinal", "_process", "_stage",
+        "SLURM_PROCID", "SLURM_LOCALID", "ordinal", "is_last_process", "is_first_process", "_last_stage",
+        "_first_stage",
     )  # fmt: skip
     #: `utils.reduce_dict()` is a collective and `utils.am_leader()` a rank test.
     facts_replace = frozenset({"tokens", "context_tokens"})
@@ -188,7 +190,8 @@ class CollectiveInRankBranch(Rule):
         if shown is None and ctx.facts:
             fact = ctx.facts.first(ctx.scopes.imported_qualnames(func))
             if fact is not None and fact.collective:
-                shown, extra = f"`{ctx.module.code_for_node(func)}()` from {fact.path}:{fact.line}", {"imported": fact}
+                where = f"{message_path(fact.path)}:{fact.line}"
+                shown, extra = f"`{ctx.module.code_for_node(func)}()` from {where}", {"imported": fact}
         if shown is None:
             if isinstance(func, cst.Attribute) and func.attr.value == "backward" and not node.args:
                 shown, extra = f"`{ctx.module.code_for_node(func)}()`", {"backward": True}

@@ -126,7 +126,10 @@ class UnguardedSave(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         shown = self._write(node)
         if shown is not None:
-            deps = self.ctx.rank.deps_of_all(a.value for a in node.args)
+            values = [a.value for a in node.args]
+            if isinstance(node.func, cst.Attribute):
+                values.append(node.func.value)  # `Path(out, f"{rank}.json").write_text(...)`: the receiver is the path
+            deps = self.ctx.rank.deps_of_all(values)
             self.sites.append((self.ctx.rank.site(node, deps), shown, self.rank_zero.mark()))
 
     def _write(self, node: cst.Call) -> str | None:

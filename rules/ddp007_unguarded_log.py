@@ -145,6 +145,8 @@ class UnguardedLog(Rule):
         self.levels: list[tuple[str | None, object]] = []
         self.print_silenced = False
         self.rank_zero = RankZeroTests(ctx)
+        #: Whether the module mentions a per-process value at all (a cheap filter).
+        self.per_process_words = any(word in ctx.source for word in ("getpid", "current_device", "gethostname", "node("))
 
     def visit_If(self, node: cst.If) -> None:
         self.rank_zero.note(node)
@@ -165,18 +167,22 @@ class UnguardedLog(Rule):
         if not names and not isinstance(node.func, cst.Attribute):
             return
         shown = _Shown(ctx.module, node.func)
-        if self._in_except():
-            return
         if names & WRITERS:
+            if self._in_except():
+                return
             self.sites.append(_Output(ctx.rank.site(node), shown, kind=_WRITER))
         elif names & REPEATED_OUTPUT or any(n and n.startswith(MLFLOW_LOGGING) for n in names):
+            if self._in_except():
+                return
             deps = ctx.rank.deps_of_all(a.value for a in node.args) if "builtins.print" in names else frozenset()
-            if self._per_process_text(node):
+            if self.per_process_words and self._per_process_text(node):
                 return
             kind = _PRINT if "builtins.print" in names else _TRACKER
             self.sites.append(_Output(ctx.rank.site(node, deps), shown, kind=kind, tests_before=self.rank_zero.mark(),
                                       leaves=leaves_after(ctx.stack)))
         elif names & PROGRESS_BARS:
+            if self._in_except():
+                return
             disable = next((a.value for a in node.args if a.keyword and a.keyword.value == "disable"), None)
             deps = ctx.rank.deps(disable) if disable is not None else frozenset()
             self.sites.append(_Output(ctx.rank.site(node, deps), shown, kind=_PROGRESS))
@@ -219,7 +225,7 @@ class UnguardedLog(Rule):
             if self._problem_report(method):
                 return  # news about this rank: each rank that hits it should say so
             kind = self._logger_kind(receiver)
-            if kind is not None:
+            if kind is not None and not self._in_except():
                 self.sites.append(
                     _Output(ctx.rank.site(node), shown, kind=_LOGGER, logger=kind,
                             receiver=ctx.module.code_for_node(receiver), tests_before=self.rank_zero.mark(),

@@ -87,8 +87,9 @@ class ForwardBypassesDdp(Rule):
     severity = Severity.ERROR
     summary = "A training forward through `.module` of a DDP model: its gradients are never synchronised."
     requires = frozenset({"loops"})
+    distributed_only = True
     tokens = ("module", "unwrap_model")
-    context_tokens = ("DistributedDataParallel", "DDP", "FullyShardedDataParallel", "FSDP", "prepare")
+    context_tokens = ("DistributedDataParallel", "DDP(", "FullyShardedDataParallel", "FSDP(", ".prepare(")
     tags = ("correctness",)
 
     def __init__(self, ctx) -> None:

@@ -88,6 +88,7 @@ class WrapOrder(Rule):
     name = "wrap-order"
     severity = Severity.ERROR
     summary = "Optimizer built before FSDP replaces the parameters, or SyncBatchNorm converted after DDP."
+    distributed_only = True
     tokens = ("FullyShardedDataParallel", "FSDP", "fully_shard", "convert_sync_batchnorm")
     tags = ("correctness",)
 

@@ -65,6 +65,7 @@ class GlobalRankDevice(Rule):
     tokens = ("set_device", "device_ids", "device_id", "device_map", "cuda", "device", "output_device")
     #: A global rank must be in sight.
     context_tokens = ("RANK", "get_rank", "process_index", "SLURM_PROCID", "global_rank", "world_rank")
+    distributed_only = True
     tags = ("correctness", "multi-node")
 
     def __init__(self, ctx) -> None:

@@ -196,3 +196,16 @@ def test_stdin_uses_the_project_on_disk(ddplint, tmp_path) -> None:
     from_stdin = sorted((f["line"], f["rule"]) for f in run.json())
     on_disk = sorted((f["line"], f["rule"]) for f in ddplint(".", "--format", "json", "--exit-zero", cwd=root).json() if f["path"] == "main.py")
     assert from_stdin == on_disk == [(19, "DDP001"), (24, "DDP006")]
+
+
+def test_messages_never_carry_an_absolute_path(tmp_path, monkeypatch) -> None:
+    """Linted by absolute path from elsewhere, a helper in another file is
+    named relative to its repository, not by the machine's absolute path."""
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "projects" / "detr_style", root)
+    (root / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    report = lint_paths([root.resolve()], ConfigResolver(cwd=tmp_path), project=True)
+    (finding,) = [f for f in report.findings if f.rule == "DDP001"]
+    assert "from util/misc.py:35" in finding.message
+    assert str(tmp_path) not in finding.message

@@ -31,14 +31,34 @@ def exits(body: cst.BaseSuite, raises: bool = False) -> bool:
     return False
 
 
-def early_exits(block: cst.CSTNode, child: cst.CSTNode, raises: bool = False) -> Iterator[cst.If]:
+def early_exits(
+    block: cst.CSTNode, child: cst.CSTNode, raises: bool = False, cache: dict | None = None
+) -> Iterator[cst.If]:
     """The ``if <test>: ... return`` statements (no ``else``) before `child`
-    in `block`: the rest of the block runs only when their test fails."""
-    for statement in block.body:
-        if statement is child:
+    in `block`: the rest of the block runs only when their test fails.
+    With a per-file `cache`, each block is scanned once."""
+    if cache is None:
+        for statement in block.body:
+            if statement is child:
+                return
+            if isinstance(statement, cst.If) and statement.orelse is None and exits(statement.body, raises):
+                yield statement
+        return
+    key = (id(block), raises)
+    found = cache.get(key)
+    if found is None:
+        positions = {id(s): i for i, s in enumerate(block.body)}
+        exiting = [
+            (i, s) for i, s in enumerate(block.body)
+            if isinstance(s, cst.If) and s.orelse is None and exits(s.body, raises)
+        ]  # fmt: skip
+        found = cache[key] = (block, positions, exiting)
+    _, positions, exiting = found
+    limit = positions.get(id(child), len(positions))
+    for index, statement in exiting:
+        if index >= limit:
             return
-        if isinstance(statement, cst.If) and statement.orelse is None and exits(statement.body, raises):
-            yield statement
+        yield statement
 
 
 _LEAVING_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})

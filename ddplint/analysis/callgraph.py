@@ -18,6 +18,7 @@ local rank.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
@@ -58,6 +59,9 @@ HOOK_TRIGGERS = {
     "register_load_state_pre_hook": "load_state",
 }
 _TRIGGERS = frozenset(HOOK_TRIGGERS.values())
+_DEFINITIONS = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.MULTILINE)
+#: Last names of calls whose qualified names the graph needs (launchers, `deepspeed.initialize`).
+_QUALIFIED_WHEN = frozenset({name.rsplit(".", 1)[1] for name in LAUNCH_FUNCTIONS} | {"initialize"})
 
 _SELF = ("self", "cls")
 
@@ -117,8 +121,16 @@ class CallGraph:
         self.parameters: dict[cst.Param, tuple[cst.FunctionDef, int]] = {}
         #: Hooks registered for each trigger (`register_save_state_pre_hook(save_hook)`).
         self.hooks: dict[str, list[cst.FunctionDef]] = defaultdict(list)
+        #: Every name a `def` or `class` of the module binds (`prepare`).
+        self.defined: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------ walker hooks
+
+    def prepare(self, module: cst.Module) -> None:
+        """Read the names the module's `def`s and `class`es bind, anywhere, once
+        (so `mp.spawn(worker)` above `def worker` resolves): from the text,
+        which is faster than a walk and may only over-approximate."""
+        self.defined = frozenset(_DEFINITIONS.findall(self.ctx.source))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions[node.name.value].append(node)
@@ -135,19 +147,20 @@ class CallGraph:
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         func = node.func
-        names = ctx.qualified_names(func)
+        last = last_name(func)
+        names = ctx.qualified_names(func) if last in _QUALIFIED_WHEN else frozenset()
         launch = bool(names & LAUNCH_FUNCTIONS)
-        self._note_evidence(node, names)
+        self._note_evidence(last, names)
         if is_step(node):
             self._note_step()
         targets = self._targets(func)
         method = None
         if not targets and isinstance(func, cst.Attribute) and last_name(func.value) in _SELF:
-            method = func.attr.value
-        passed = [t for arg in node.args for t in self._function_values(arg.value)]
-        function = ctx.enclosing_function()
+            if func.attr.value in self.defined:  # a method of the module's classes, by name
+                method = func.attr.value
+        passed = [t for arg in node.args for t in self._function_values(arg.value)] if node.args else []
         if launch:
-            self.launchers[function].append(branch_path(ctx.stack))
+            self.launchers[ctx.enclosing_function()].append(branch_path(ctx.stack))
         attribute = func.attr.value if isinstance(func, cst.Attribute) else None
         if attribute in HOOK_TRIGGERS:
             self.hooks[HOOK_TRIGGERS[attribute]].extend(passed)  # they run where the trigger runs
@@ -155,6 +168,7 @@ class CallGraph:
         trigger = attribute if attribute in _TRIGGERS else None
         if not (targets or method or passed or trigger):
             return
+        function = ctx.enclosing_function()
         rank = self.rank
         stack = ctx.stack
         where = dict(
@@ -183,7 +197,7 @@ class CallGraph:
     # ------------------------------------------------------------ resolution
 
     def _function_values(self, node: cst.BaseExpression) -> tuple[cst.FunctionDef, ...]:
-        if isinstance(node, cst.Name):
+        if isinstance(node, cst.Name) and node.value in self.defined:
             return tuple(v for v in self.ctx.values_of(node) if isinstance(v, cst.FunctionDef))
         return ()
 
@@ -191,6 +205,8 @@ class CallGraph:
         """Module functions a call may run: a function by name, a class's
         ``__init__``, or a method of an object built from a module class."""
         if isinstance(func, cst.Name):
+            if func.value not in self.defined:
+                return ()
             found: list[cst.FunctionDef] = []
             for value in self.ctx.values_of(func):
                 if isinstance(value, cst.FunctionDef):
@@ -198,7 +214,11 @@ class CallGraph:
                 elif isinstance(value, cst.ClassDef) and "__init__" in self.methods.get(value, {}):
                     found.append(self.methods[value]["__init__"])
             return tuple(found)
-        if isinstance(func, cst.Attribute) and not (isinstance(func.value, cst.Name) and func.value.value in _SELF):
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in self.defined
+            and not (isinstance(func.value, cst.Name) and func.value.value in _SELF)
+        ):
             found = []
             for cls in self._classes_of(func.value):
                 method = self.methods.get(cls, {}).get(func.attr.value)
@@ -254,10 +274,9 @@ class CallGraph:
 
     # ------------------------------------------------------------ evidence
 
-    def _note_evidence(self, node: cst.Call, names: frozenset) -> None:
+    def _note_evidence(self, last: str | None, names: frozenset) -> None:
         """The innermost function whose code shows it runs per rank; a class
         too when it is its `__init__` (a trainer that joins the group)."""
-        last = last_name(node.func)
         if last not in PER_RANK_EVIDENCE and not names & _DEEPSPEED_INITIALIZE:
             return
         function = next((n for n in reversed(self.ctx.stack) if isinstance(n, cst.FunctionDef)), None)

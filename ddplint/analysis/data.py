@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from ddplint.analysis.calls import bind_arguments
 from ddplint.analysis.classes import imported_bases, inherits_from
 from ddplint.analysis.names import last_name
-from ddplint.analysis.tree import descendants
+from ddplint.analysis.tree import children, descendants
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
@@ -228,23 +228,34 @@ def appended_in_loops(function: cst.FunctionDef, receiver: Callable[[cst.BaseExp
     ``.append((path, label))``, ``.append(f"...")``. Tensors, arrays and
     values of unknown calls (``.append((TF.to_tensor(img), i))``) do not count."""
     found: set[str] = set()
-    locals_ = local_values(function)
-    for node in descendants(function.body, into_functions=False):
-        if not isinstance(node, (cst.For, cst.While)):
-            continue
-        for inner in descendants(node.body, into_functions=False):
+    locals_: dict | None = None
+    for loop in _outer_loops(function.body):
+        for inner in descendants(loop.body, into_functions=False):
             if (
                 isinstance(inner, cst.Call)
                 and isinstance(inner.func, cst.Attribute)
                 and inner.func.attr.value == "append"
                 and len(inner.args) == 1
                 and type(inner.args[0].value).__name__ in _PYTHON_OBJECTS
-                and _plain_python(inner.args[0].value, locals_, 0)
             ):
+                if locals_ is None:
+                    locals_ = local_values(function)
                 name = receiver(inner.func.value)
-                if name is not None:
+                if name is not None and _plain_python(inner.args[0].value, locals_, 0):
                     found.add(name)
     return found
+
+
+def _outer_loops(body: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The loops of a function body that no other loop encloses (each is scanned once, nested ones with it)."""
+    todo = [body]
+    while todo:
+        node = todo.pop()
+        for child in children(node):
+            if isinstance(child, (cst.For, cst.While)):
+                yield child
+            elif not isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                todo.append(child)
 
 
 #: Values that are plainly Python objects (not tensors or arrays), by LibCST node class.

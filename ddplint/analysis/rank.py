@@ -215,7 +215,9 @@ class RankAnalysis:
         #: With `ctx.summarize`: every imported name whose rank dependence was
         #: asked for; facts about other names cannot change this module's findings.
         self.consulted: set[str] = set()
-        self.single_process = SingleProcessCode(ctx, lambda node: DIRECT in self.deps(node))
+        #: Each block's early exits, scanned once (shared with the single-process check).
+        self.exit_cache: dict = {}
+        self.single_process = SingleProcessCode(ctx, lambda node: DIRECT in self.deps(node), self.exit_cache)
         #: Who calls which function of the module, and who runs each line.
         self.graph = CallGraph(self)
         self.execution = ExecutionModel(self, self.graph)
@@ -243,6 +245,9 @@ class RankAnalysis:
             _decorator_name(d) == "contextmanager" for d in node.decorators
         ):
             self.staggered_functions.add(node.name.value)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.graph.prepare(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         self.graph.visit_Call(node)
@@ -659,7 +664,7 @@ class RankAnalysis:
 
     def _early_exit_guards(self, block: cst.CSTNode, child: cst.CSTNode, scope: cst.CSTNode | None) -> Iterable[Guard]:
         """`if <cond>: ... return` earlier in `block`: the rest is its else branch."""
-        for statement in early_exits(block, child):
+        for statement in early_exits(block, child, cache=self.exit_cache):
             deps = self.deps(statement.test)
             if deps:
                 yield Guard(

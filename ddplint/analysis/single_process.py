@@ -39,9 +39,12 @@ class SingleProcessCode:
     analysis answers); a rank of -1 is what scripts use for "not distributed".
     """
 
-    def __init__(self, ctx: FileContext, is_rank: Callable[[cst.BaseExpression], bool]) -> None:
+    def __init__(
+        self, ctx: FileContext, is_rank: Callable[[cst.BaseExpression], bool], exit_cache: dict | None = None
+    ) -> None:
         self.ctx = ctx
         self.is_rank = is_rank
+        self.exit_cache = exit_cache
         #: Per function: flags (as written) asserted off wherever a job is distributed.
         self.asserted_off: dict[cst.FunctionDef | None, set[str]] = defaultdict(set)
 
@@ -85,7 +88,7 @@ class SingleProcessCode:
 
     def _after_exit(self, block: cst.CSTNode, child: cst.CSTNode) -> bool:
         """`child` follows ``if <distributed>: return`` (or ``raise``) in `block`."""
-        return any(self.implies(statement.test, truthy=False) for statement in early_exits(block, child, raises=True))
+        return any(self.implies(statement.test, truthy=False) for statement in early_exits(block, child, raises=True, cache=self.exit_cache))
 
     def implies(self, test: cst.BaseExpression, truthy: bool) -> bool:
         """Whether `test` being `truthy` means the job has one process."""

@@ -43,7 +43,7 @@ def child_fields(cls: type) -> tuple[str, ...]:
 def descendants(node: cst.CSTNode, into_functions: bool = True) -> Iterator[cst.CSTNode]:
     """Every node below `node`, depth first in source order; with
     `into_functions=False`, nested functions, lambdas and classes are not entered."""
-    stack = [iter(_children(node))]
+    stack = [iter(children(node))]
     while stack:
         child = next(stack[-1], None)
         if child is None:
@@ -51,15 +51,16 @@ def descendants(node: cst.CSTNode, into_functions: bool = True) -> Iterator[cst.
             continue
         yield child
         if into_functions or not isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            stack.append(iter(_children(child)))
+            stack.append(iter(children(child)))
 
 
-def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    children = []
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The direct child nodes of `node`, in source order (whitespace fields skipped)."""
+    found: list[cst.CSTNode] = []
     for name in child_fields(node.__class__):
         value = getattr(node, name)
         if value.__class__ is tuple or value.__class__ is list:
-            children.extend(value)
+            found.extend(value)
         elif isinstance(value, cst.CSTNode):
-            children.append(value)
-    return children
+            found.append(value)
+    return found

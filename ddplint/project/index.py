@@ -17,6 +17,7 @@ from typing import Callable, Iterable
 
 from ddplint.analysis.collectives import COLLECTIVE_FUNCTIONS, COLLECTIVE_MODULES, COLLECTIVE_QUALNAMES
 from ddplint.analysis.rank import RANK_FUNCTIONS, is_conventional_rank_call
+from ddplint.paths import message_path
 from ddplint.project.facts import Fact, FileFacts
 from ddplint.project.summary import ModuleSummary
 
@@ -214,7 +215,7 @@ class ProjectIndex:
                         for q, shown in s.collective_via:
                             f = fact_of(q, entry)
                             if f is not None and f.collective:
-                                new = replace(new, collective=(f"{shown} from {f.path}:{f.line}", *f.collective))
+                                new = replace(new, collective=(f"{shown} from {message_path(f.path)}:{f.line}", *f.collective))
                                 break
                     if not new.silences_print and any((f := fact_of(q, entry)) and f.silences_print for q in s.silences_via):
                         new = replace(new, silences_print=True)
