@@ -9,6 +9,8 @@ from typing import Callable
 
 from ddplint.analysis.collectives import (
     COLLECTIVE_FUNCTIONS,
+    HOROVOD_COLLECTIVES,
+    MPI_COLLECTIVES,
     collective_name,
     in_lazy_initialization,
     wrapped_model_collective,
@@ -17,6 +19,7 @@ from ddplint.analysis.collectives import (
 from ddplint.analysis.rank import Guard, GuardKind, polarity
 from ddplint.analysis.rank_sets import RankSets
 from ddplint.lazy import cst
+from ddplint.analysis.names import last_name
 from ddplint.model import Related, Severity, Span
 from ddplint.paths import message_path
 from ddplint.project.facts import Fact
@@ -81,9 +84,15 @@ class CollectiveInRankBranch(Rule):
     `gather_for_metrics`, `reduce`, `save_state`, `load_state`, `backward`;
     DeepSpeed `engine.save_checkpoint`/`load_checkpoint`; Lightning
     `self.all_gather`, `strategy.barrier`/`broadcast` and
-    `self.log(..., sync_dist=True)`; and the implicit ones: calling a model
-    wrapped in `DistributedDataParallel` (outside `torch.no_grad()`), its
-    `.backward()`, and `.state_dict()` of an FSDP-wrapped model.
+    `self.log(..., sync_dist=True)`; mpi4py's communicator methods
+    (`MPI.COMM_WORLD.bcast`, `comm.Barrier`, `Allreduce`, ...) and Horovod's
+    (`hvd.allreduce`, `hvd.broadcast_parameters`, ...); and the implicit
+    ones: calling a model wrapped in `DistributedDataParallel` (outside
+    `torch.no_grad()`, where DDP synchronises nothing), calling an FSDP or
+    `fully_shard` model (it all-gathers its parameters, under `no_grad`
+    too), its `.backward()`, `.state_dict()` of an FSDP-wrapped model, and
+    iterating a DataLoader that accelerate prepared (each pass broadcasts
+    the RNG state from rank 0).
 
     Not flagged, because every rank still enters the collective the same
     number of times: branches that all perform the same collectives in the
@@ -148,7 +157,8 @@ class CollectiveInRankBranch(Rule):
     summary = "A collective that only some ranks reach: the job hangs."
     requires = frozenset({"rank"})
     tokens = (
-        *sorted(COLLECTIVE_FUNCTIONS),
+        *sorted(COLLECTIVE_FUNCTIONS), *sorted(MPI_COLLECTIVES), *sorted(HOROVOD_COLLECTIVES), "fully_shard",
+        "prepare", "prepare_data_loader",
         "wait_for_everyone", "gather_for_metrics", "save_state", "load_state", "save_checkpoint",
         "load_checkpoint", "sync_dist", "DistributedDataParallel", "FullyShardedDataParallel",
         "summon_full_params", "get_model_state_dict", "get_state_dict", "checkpoint", "rendezvous",
@@ -208,6 +218,26 @@ class CollectiveInRankBranch(Rule):
         extra["lazy"] = in_lazy_initialization(ctx.stack)
         extra["order"] = len(self.sites)
         self.sites.append(_Site(node, shown, inner, outer, ctx.enclosing_function(), ctx.statement(), **extra))
+
+    def visit_For(self, node: cst.For) -> None:
+        """Iterating a DataLoader that accelerate prepared: each new pass
+        synchronises the RNG state from rank 0 (a broadcast)."""
+        loader = node.iter
+        if not isinstance(loader, cst.Name):
+            return
+        ctx = self.ctx
+        prepared = any(
+            isinstance(v, cst.Call) and last_name(v.func) in ("prepare", "prepare_data_loader")
+            and "accelerat" in ctx.module.code_for_node(v.func).lower()
+            for v in ctx.values_of(loader)
+        )  # fmt: skip
+        if not prepared:
+            return
+        shown = f"iterating `{loader.value}`, a DataLoader accelerate prepared (it broadcasts the RNG state each pass)"
+        inner, outer = ctx.rank.guards()
+        self.sites.append(
+            _Site(loader, shown, inner, outer, ctx.enclosing_function(), ctx.statement(), order=len(self.sites))  # type: ignore[arg-type]
+        )
 
     def _wrapped(self, attribute: str) -> str | None:
         """The wrapper ("DDP"/"FSDP") that ``self.<attribute>`` is assigned in this module."""

@@ -96,6 +96,26 @@ FSDP_CLASSES = frozenset(
     }
 )
 ACCELERATOR_CLASSES = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
+#: FSDP2: shards the module in place and returns it.
+FULLY_SHARD = frozenset(
+    {"torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fsdp.fully_shard",
+     "torch.distributed.fsdp.fully_shard.fully_shard"}
+)  # fmt: skip
+#: mpi4py communicator methods that every process of the communicator must call.
+MPI_COLLECTIVES = frozenset(
+    {
+        "bcast", "Bcast", "allreduce", "Allreduce", "reduce", "Reduce", "gather", "Gather", "allgather",
+        "Allgather", "scatter", "Scatter", "alltoall", "Alltoall", "barrier", "Barrier", "Allgatherv", "Gatherv",
+    }
+)  # fmt: skip
+#: Horovod's collectives (`import horovod.torch as hvd`).
+HOROVOD_COLLECTIVES = frozenset(
+    {
+        "allreduce", "allreduce_", "allgather", "broadcast", "broadcast_", "broadcast_parameters",
+        "broadcast_optimizer_state", "broadcast_object", "alltoall", "join", "barrier", "grouped_allreduce",
+    }
+)  # fmt: skip
+_HOROVOD = ("horovod.torch", "horovod.tensorflow", "horovod")
 NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
 
 
@@ -151,9 +171,14 @@ def collective_name(call: cst.Call, ctx: FileContext) -> str | None:
         module, _, function = name.rpartition(".")
         if (function in COLLECTIVE_FUNCTIONS and module in COLLECTIVE_MODULES) or name in COLLECTIVE_QUALNAMES:
             return _shown(call, ctx)
+    for name in names:
+        if name and name.startswith(_HOROVOD) and name.rsplit(".", 1)[-1] in HOROVOD_COLLECTIVES:
+            return _shown(call, ctx)
     if not isinstance(func, cst.Attribute):
         return None
     method, receiver = func.attr.value, func.value
+    if method in MPI_COLLECTIVES and _is_communicator(receiver, ctx):
+        return _shown(call, ctx)
     if method in UNAMBIGUOUS_METHODS:
         return _shown(call, ctx)
     if method in ACCELERATOR_METHODS and _is_accelerator(receiver, ctx):
@@ -184,6 +209,8 @@ def wrapped_model_collective(
     kind = _wrapper_kind(func, ctx, wrapped)
     if kind == "DDP" and not _under_no_grad(ctx.stack, ctx):
         return f"the forward of DDP-wrapped `{ctx.module.code_for_node(func)}` (buffer broadcast, gradient sync)"
+    if kind == "FSDP":  # its forward all-gathers the parameters, under no_grad too
+        return f"the forward of FSDP-sharded `{ctx.module.code_for_node(func)}` (all-gathers its parameters, even under no_grad)"
     if isinstance(func, cst.Attribute) and func.attr.value == "state_dict":
         if _wrapper_kind(func.value, ctx, wrapped) == "FSDP":
             return f"`{ctx.module.code_for_node(func)}()` of an FSDP-wrapped model (gathers the shards)"
@@ -192,12 +219,13 @@ def wrapped_model_collective(
 
 def wrapper_of(value: cst.CSTNode, ctx: FileContext) -> str | None:
     """"DDP"/"FSDP" if `value` is a call constructing that wrapper (over the
-    default process group: a sub-group's members are selected by rank)."""
+    default process group: a sub-group's members are selected by rank), or
+    sharding a model in place (`fully_shard(model)`, DeepSpeed's engine)."""
     if isinstance(value, cst.Call) and not on_subgroup(value):
         names = ctx.qualified_names(value.func)
         if names and names <= DDP_CLASSES:
             return "DDP"
-        if names and names <= FSDP_CLASSES:
+        if names and names <= FSDP_CLASSES | FULLY_SHARD:
             return "FSDP"
     return None
 
@@ -227,6 +255,20 @@ def _under_no_grad(stack: Sequence[cst.CSTNode], ctx: FileContext) -> bool:
                 expr = expr.func if isinstance(expr, cst.Call) else expr
                 if ctx.qualified_names(expr) & NO_GRAD_CONTEXTS:
                     return True
+    return False
+
+
+def _is_communicator(receiver: cst.BaseExpression, ctx: FileContext) -> bool:
+    """`MPI.COMM_WORLD` (through any alias or a name bound to it)."""
+    if any(n and n.startswith("mpi4py.MPI.COMM_WORLD") for n in ctx.qualified_names(receiver)):
+        return True
+    if isinstance(receiver, cst.Name):
+        return any(
+            isinstance(v, cst.BaseExpression) and any(
+                n and n.startswith("mpi4py.MPI.COMM_WORLD") for n in ctx.qualified_names(v)
+            )
+            for v in ctx.values_of(receiver)
+        )  # fmt: skip
     return False
 
 

@@ -100,12 +100,16 @@ STAGGERED_METHODS = frozenset(
 #: (`from utils.dist import get_rank`, detectron2's `comm.get_local_rank()`).
 RANK_CALL_NAMES = frozenset(
     {
-        "get_rank", "get_local_rank", "get_global_rank", "get_node_local_rank", "get_node_rank",
+        "get_rank", "get_local_rank", "get_global_rank", "get_node_local_rank", "get_node_rank", "Get_rank",
         "get_process_index", "get_ordinal", "get_local_ordinal", "global_ordinal", "local_ordinal",
     }
 )  # fmt: skip
 
 _ENV_GETTERS = frozenset({"os.environ.get", "os.getenv"})
+#: Names whose value is the same on every rank whatever it was computed with.
+UNIFORM_VALUE_NAMES = frozenset(
+    {"world_size", "WORLD_SIZE", "num_processes", "num_replicas", "n_gpu", "ngpus", "num_gpus", "nprocs", "ngpus_per_node"}
+)
 #: Calls whose result carries their arguments' rank dependence. Other calls do
 #: not: `model.to(device)` differs per rank, `getattr(model, "name")` does not.
 _TRANSPARENT = frozenset(
@@ -360,6 +364,8 @@ class RankAnalysis:
         return lowered.endswith(RANK_SUFFIX) and lowered not in NOT_RANKS
 
     def _name_deps(self, node: cst.Name, depth: int) -> Deps:
+        if node.value in UNIFORM_VALUE_NAMES:
+            return _NONE  # `world_size, rank = get_world_size_and_rank()`: only `rank` differs
         values = self.ctx.values_of(node)
         if self.is_rank_name(node.value):
             # A loop variable `for rank in range(world_size)` is not this process's rank.
