@@ -16,7 +16,7 @@ from ddplint.analysis.collectives import (
     wrapped_model_collective,
     wrapper_of,
 )
-from ddplint.analysis.rank import Guard, GuardKind, polarity
+from ddplint.analysis.rank import Guard, GuardKind, excludes, polarity
 from ddplint.analysis.rank_sets import RankSets
 from ddplint.lazy import cst
 from ddplint.analysis.names import last_name
@@ -56,7 +56,9 @@ class CollectiveInRankBranch(Rule):
     Flags a collective operation that only some ranks of the job reach: a
     call inside a rank guard (a branch of an `if`/`elif`/`else`, a ternary,
     the right side of `and`/`or`, or a `while` whose condition depends on
-    the rank), after a rank-dependent early exit (`if rank != 0: return`),
+    the rank), after a rank-dependent early exit (`if rank != 0: return`,
+    also one nested in the branch: `if is_master(args): if exists(log):
+    return -1` sends the master away while the others go on),
     in a function decorated `@rank_zero_only` / `@accelerator.on_main_process`,
     or inside a rank-staggered block (`with accelerator.main_process_first():`,
     a module's own `torch_distributed_zero_first(...)`). A call of a function
@@ -95,7 +97,9 @@ class CollectiveInRankBranch(Rule):
     the RNG state from rank 0).
 
     Not flagged, because every rank still enters the collective the same
-    number of times: branches that all perform the same collectives in the
+    number of times: a collective whose own branch excludes the exit
+    (`if not use_fsdp and not is_rank0: return` ... `if use_fsdp:
+    dist.broadcast(...)`); branches that all perform the same collectives in the
     same order; the zero-first idiom of complementary guards in one block
     (`if rank != 0: dist.barrier()` ... `if rank == 0: dist.barrier()`), also
     with an early exit whose branch performs the same collectives as the
@@ -265,6 +269,8 @@ class CollectiveInRankBranch(Rule):
             for guard in site.guards:
                 if not rank.is_rank_dependent(guard.deps) or balance.balanced(guard):
                     continue
+                if guard.exit is not None and _correlated(guard, site.guards):
+                    continue  # `if not use_fsdp and not is_rank0: return` ... `if use_fsdp: broadcast()`
                 if backend and self._admits_backend(guard.test):
                     continue  # `if is_main_process or distributed_type == DEEPSPEED:`: the maintainers' fix
                 self._report(site, chain, guard, backend)
@@ -396,6 +402,16 @@ def _backend_message(message: Callable[[Callable], str]) -> Callable[[Callable],
     return render
 
 
+def _correlated(exit_guard: Guard, guards: tuple[Guard, ...]) -> bool:
+    """Whether the site's own branch excludes the exit: it runs only where
+    the exit's condition is false (so no rank that reaches it has left)."""
+    return any(
+        g is not exit_guard and g.kind is GuardKind.BRANCH and g.branch == 0 and g.exit is None
+        and excludes(g.test, exit_guard.test)
+        for g in guards
+    )  # fmt: skip
+
+
 def _parameter_switch(site: _Site) -> str | None:
     """The parameter a collective's own ``if <param>:`` tests, if any
     (``if synchronize: barrier()``)."""
@@ -487,6 +503,12 @@ def _message(shown: str, guard: Guard, test: str, exit_code: str | None) -> Call
             return f"{shown} is inside `while {test}:` (line {line}), which ranks repeat a different number of times; the collectives cannot match"
         if guard.kind is GuardKind.SHORT_CIRCUIT:
             return f"{shown} runs only on ranks where `{test}` lets the boolean expression continue (line {line}){hang}"
+        if exit_code is not None and guard.nested:
+            return (
+                f"{shown} is reached only on ranks that do not leave at `{exit_code}` (line "
+                f"{span_of(guard.exit).line}), inside `if {test}:` (line {line}); ranks that leave never enter it "
+                "and the others hang"
+            )
         if exit_code is not None:
             return f"{shown} is reached only on ranks that do not take `if {test}: {exit_code}` (line {line}){hang}"
         if guard.branch == guard.branches - 1:

@@ -90,3 +90,44 @@ def _leaves(statement: cst.CSTNode, returns: bool) -> bool:
             if dotted_name(small.value.func) in _LEAVING_CALLS:
                 return True
     return False
+
+
+def nested_exits(block: cst.CSTNode, child: cst.CSTNode) -> Iterator[tuple[cst.If, cst.CSTNode]]:
+    """``if <test>:`` statements before `child` in `block` whose body leaves
+    the function from deeper inside (``if is_master: if exists(log): return -1``),
+    with that `return`/`sys.exit()`: the rest of the block is reached only by
+    the processes that did not leave. Early exits proper are `early_exits`."""
+    for statement in block.body:
+        if statement is child:
+            return
+        if isinstance(statement, cst.If) and not exits(statement.body):
+            leave = _leave_inside(statement.body)
+            if leave is not None:
+                yield statement, leave
+
+
+def _leave_inside(body: cst.BaseSuite) -> cst.CSTNode | None:
+    """A `return` or exit call nested in `if`/`with`/`try` blocks of `body`
+    (not in loops, whose `break`/`continue` stay inside, nor in nested defs)."""
+    todo: list = list(body.body)
+    while todo:
+        statement = todo.pop(0)
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Return):
+                    return small
+                if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                    if dotted_name(small.value.func) in _LEAVING_CALLS:
+                        return small
+        elif isinstance(statement, (cst.If, cst.With, cst.Try)):
+            inner = statement.body
+            if isinstance(inner, cst.IndentedBlock):
+                todo.extend(inner.body)
+            orelse = getattr(statement, "orelse", None)
+            while isinstance(orelse, cst.If):
+                if isinstance(orelse.body, cst.IndentedBlock):
+                    todo.extend(orelse.body.body)
+                orelse = orelse.orelse
+            if isinstance(orelse, cst.Else) and isinstance(orelse.body, cst.IndentedBlock):
+                todo.extend(orelse.body.body)
+    return None

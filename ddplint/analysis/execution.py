@@ -98,7 +98,7 @@ class ExecutionModel:
 
         for guard in guards:
             if guard.kind is not GuardKind.BRANCH or guard.branches != 2 or guard.exit is not None:
-                continue
+                continue  # (exits are not branches no call takes)
             test, negated = guard.test, False
             if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
                 test, negated = test.expression, True
@@ -139,8 +139,8 @@ class ExecutionModel:
     def _guard_runs(self, guard: Guard) -> Runs:
         from ddplint.analysis.rank import SELECTING, GuardKind
 
-        if guard.kind not in SELECTING or not self.rank.is_rank_dependent(guard.deps):
-            return Runs.ALL
+        if guard.kind not in SELECTING or guard.nested or not self.rank.is_rank_dependent(guard.deps):
+            return Runs.ALL  # a nested exit: the ranks it sends away are a data-dependent few
         if guard.kind is GuardKind.DECORATOR:
             return Runs.PER_NODE if "local" in self.rank.ctx.module.code_for_node(guard.test) else Runs.ONE
         if guard.shape is None:

@@ -30,7 +30,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from ddplint.analysis.blocks import early_exits, last_statement
+from ddplint.analysis.blocks import early_exits, last_statement, nested_exits
 from ddplint.analysis.callgraph import CallGraph, Reference, branch_path, enclosing_loops, in_main_block
 from ddplint.analysis.execution import ExecutionModel, Runs
 from ddplint.analysis.names import dotted_name, last_name
@@ -163,6 +163,9 @@ class Guard:
     exit: cst.CSTNode | None = None
     #: The test read for the rank-set question (`rank_sets`), for branches and operands.
     shape: TestShape | None = None
+    #: The exit is nested deeper in the branch (``if is_master: if exists(log): return``):
+    #: some of the ranks the test selects may leave, so only DDP001 counts it.
+    nested: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -660,7 +663,7 @@ class RankAnalysis:
         own = members[min(position, len(members) - 1)].test
         tests = [
             m.test for m in members[: position + 1]
-            if m.test is own or position == len(members) or not _excludes(own, m.test)
+            if m.test is own or position == len(members) or not excludes(own, m.test)
         ]  # fmt: skip
         deps = self._union(tests, 0)
         if not deps:
@@ -676,6 +679,13 @@ class RankAnalysis:
                 yield Guard(
                     GuardKind.BRANCH, statement, deps, statement.test, statement.test, 1, 2,
                     scope, exit=last_statement(statement.body), shape=self._shape(statement.test),
+                )  # fmt: skip
+        for statement, leave in nested_exits(block, child):
+            deps = self.deps(statement.test)
+            if deps:
+                yield Guard(
+                    GuardKind.BRANCH, statement, deps, statement.test, statement.test, 1, 2,
+                    scope, exit=leave, shape=self._shape(statement.test), nested=True,
                 )  # fmt: skip
 
     def _decorator_guards(self, function: cst.FunctionDef, scope: cst.CSTNode | None) -> Iterable[Guard]:
@@ -805,7 +815,7 @@ def _chain(head: cst.If) -> list[cst.If]:
     return members
 
 
-def _excludes(test: cst.CSTNode, earlier: cst.CSTNode) -> bool:
+def excludes(test: cst.CSTNode, earlier: cst.CSTNode) -> bool:
     """Whether `test` being true makes `earlier` false: ``in_order`` excludes
     ``not in_order and should_log()``, so an ``elif in_order:`` branch does not
     depend on the earlier test."""
