@@ -98,13 +98,25 @@ def write_verdicts(verdicts: dict[tuple[str, str], Verdict], path: Path = VERDIC
 
 
 def lint(repo: Repo, root: Path) -> list[dict]:
-    """The findings of one repository, linted as its own project."""
-    tree = root / repo.name
+    """The findings of one repository, linted as its own project, every rule
+    with `--preview`. A finding of a stable rule that only `--preview` makes
+    is a preview variant of the rule: its `tally` is `CODE (preview)`."""
+    everything = _run(repo, root, "--preview", "--select", "ALL")
+    default = {f["fingerprint"] for f in _run(repo, root)}
+    statuses = rule_statuses()
+    for finding in everything:
+        code = finding["rule"]
+        variant = statuses.get(code) == "stable" and finding["fingerprint"] not in default
+        finding["tally"] = f"{code} (preview)" if variant else code
+    return everything
+
+
+def _run(repo: Repo, root: Path, *options: str) -> list[dict]:
     command = [
-        sys.executable, "-m", "ddplint", "check", "--format", "json", "--no-cache",
-        "--preview", "--select", "ALL", "--exit-zero", *(repo.folders or (".",)),
-    ]
-    done = subprocess.run(command, cwd=tree, capture_output=True, text=True)
+        sys.executable, "-m", "ddplint", "check", "--format", "json", "--no-cache", "--exit-zero",
+        *options, *(repo.folders or (".",)),
+    ]  # fmt: skip
+    done = subprocess.run(command, cwd=root / repo.name, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{repo.name}: ddplint exited {done.returncode}\n{done.stderr}")
     return json.loads(done.stdout)
@@ -134,20 +146,20 @@ def main(argv_root: Path, record: bool, only: set[str] | None, min_precision: fl
             key = (repo.name, finding["fingerprint"])
             seen.add(key)
             verdict = verdicts.get(key)
-            tally = counts[finding["rule"]]
+            tally = counts[finding["tally"]]
             tally["findings"] += 1
             where = f"{repo.name}/{finding['path']}:{finding['line']}: {finding['rule']}"
             if verdict is None or verdict.verdict == "?":
                 tally["unjudged"] += 1
                 problems.append(f"unjudged: {where} {finding['message']}")
                 if verdict is None:
-                    verdicts[key] = Verdict(repo.name, finding["rule"], finding["fingerprint"], finding["path"],
+                    verdicts[key] = Verdict(repo.name, finding["tally"], finding["fingerprint"], finding["path"],
                                             finding["line"], "?", "open", finding["message"])
                 continue
             tally[verdict.verdict] += 1
             if verdict.verdict == "wrong" and verdict.state == "gone":
                 problems.append(f"judged wrong, fixed, and back: {where} ({verdict.reason})")
-            verdict.path, verdict.line = finding["path"], finding["line"]
+            verdict.path, verdict.line, verdict.rule = finding["path"], finding["line"], finding["tally"]
     seconds = time.perf_counter() - start
     linted = {r.name for r in repos if r not in missing}
     lost = [v for k, v in verdicts.items() if v.repo in linted and k not in seen and v.verdict == "right" and v.state == "open"]
@@ -209,7 +221,7 @@ def table(counts: dict[str, Counter[str]], statuses: dict[str, str]) -> str:
     ]
     groups: dict[str, Counter[str]] = defaultdict(Counter)
     for code in sorted(counts):
-        tally, status = counts[code], statuses.get(code, "?")
+        tally, status = counts[code], statuses.get(code, "preview" if code.endswith("(preview)") else "?")
         groups[status].update(tally)
         rows.append(_row(code, status, tally))
     for status in ("stable", "opt-in", "preview"):

@@ -47,6 +47,8 @@ class _Site:
     lazy: bool = False
     #: Walk order, to tell a backward before the model is wrapped from one after.
     order: int = 0
+    #: An enclosing `if` whose test reads per-process state (a file, the clock): (test, what).
+    varying: tuple | None = None
 
 
 class CollectiveInRankBranch(Rule):
@@ -95,6 +97,12 @@ class CollectiveInRankBranch(Rule):
     too), its `.backward()`, `.state_dict()` of an FSDP-wrapped model, and
     iterating a DataLoader that accelerate prepared (each pass broadcasts
     the RNG state from rank 0).
+
+    A preview variant (`--preview`) also flags a collective under an `if`
+    whose test reads state that can differ between ranks without naming
+    one: the filesystem (`os.path.exists`, `glob`, `listdir`: a node-local
+    disk, a file another rank is still writing) or the clock
+    (`time.time() > deadline`).
 
     Not flagged, because every rank still enters the collective the same
     number of times: a collective whose own branch excludes the exit
@@ -221,7 +229,34 @@ class CollectiveInRankBranch(Rule):
         inner, outer = ctx.rank.guards()
         extra["lazy"] = in_lazy_initialization(ctx.stack)
         extra["order"] = len(self.sites)
+        extra["varying"] = self._varying_condition()
         self.sites.append(_Site(node, shown, inner, outer, ctx.enclosing_function(), ctx.statement(), **extra))
+
+    def _varying_condition(self) -> tuple | None:
+        """An `if` (without `else`) around the node, within its function, whose
+        test reads state that can differ between processes without naming the
+        rank: the filesystem (`os.path.exists`, `glob`, `listdir`) or the clock."""
+        stack = self.ctx.stack
+        for node, child in zip(reversed(stack[:-1]), reversed(stack[1:])):
+            if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+                return None
+            if isinstance(node, cst.If) and child is node.body and node.orelse is None:
+                what = self._per_process_read(node.test)
+                if what is not None:
+                    return node.test, what
+        return None
+
+    def _per_process_read(self, test: cst.CSTNode) -> str | None:
+        todo = [test]
+        while todo:
+            current = todo.pop()
+            if isinstance(current, cst.Call):
+                names = self.ctx.qualified_names(current.func)
+                for name in names:
+                    if name in PER_PROCESS_READS:
+                        return PER_PROCESS_READS[name]
+            todo.extend(c for c in current.children if isinstance(c, (cst.BaseExpression, cst.Arg)))
+        return None
 
     def visit_For(self, node: cst.For) -> None:
         """Iterating a DataLoader that accelerate prepared: each new pass
@@ -266,6 +301,8 @@ class CollectiveInRankBranch(Rule):
         rank = self.ctx.rank
         for site, chain in effective:
             backend = chain[-1] in self.backend_dependent
+            if site.varying is not None and not rank.selects_ranks(site.guards):
+                self._report_varying(site, chain)
             for guard in site.guards:
                 if not rank.is_rank_dependent(guard.deps) or balance.balanced(guard):
                     continue
@@ -373,6 +410,20 @@ class CollectiveInRankBranch(Rule):
             found[site.function] = switch
         return {f: p for f, p in found.items() if p is not None}
 
+    def _report_varying(self, site: _Site, chain: tuple[str, ...]) -> None:
+        test, what = site.varying  # type: ignore[misc]
+        shown = chain[0] if len(chain) == 1 else f"{chain[0]} (which calls {' → '.join(chain[1:])})"
+        code = self.ctx.module.code_for_node(test)
+        self.report(
+            site.node,
+            f"{shown} runs only where `{code}` holds, and {what} can differ between ranks without naming "
+            "one: ranks that disagree never meet and the job hangs; decide on one rank and share the decision "
+            "(`dist.broadcast_object_list`), or `all_reduce` a flag",
+            related=((test, "the condition that can differ between ranks"),),
+            statement=site.statement,
+            preview=True,
+        )
+
     def _report(self, site: _Site, chain: tuple[str, ...], guard: Guard, backend: bool) -> None:
         shown = chain[0] if len(chain) == 1 else f"{chain[0]} (which calls {' → '.join(chain[1:])})"
         code = self.ctx.module.code_for_node
@@ -385,6 +436,14 @@ class CollectiveInRankBranch(Rule):
             severity=Severity.WARNING if backend else None,
         )
 
+
+#: Reads whose answer can differ between processes: a node-local or racing
+#: path, the wall clock.
+PER_PROCESS_READS = {
+    "os.path.exists": "the filesystem", "os.path.isfile": "the filesystem", "os.path.isdir": "the filesystem",
+    "os.listdir": "the filesystem", "glob.glob": "the filesystem", "os.scandir": "the filesystem",
+    "time.time": "the clock", "time.perf_counter": "the clock", "time.monotonic": "the clock",
+}  # fmt: skip
 
 #: accelerate calls that are collectives only under some backends.
 BACKEND_DEPENDENT = frozenset({"save_state", "load_state"})

@@ -106,6 +106,8 @@ RANK_CALL_NAMES = frozenset(
 )  # fmt: skip
 
 _ENV_GETTERS = frozenset({"os.environ.get", "os.getenv"})
+#: Collectives after which their first argument holds the same value on every rank.
+_SYNCHRONISING = frozenset({"broadcast_object_list", "broadcast", "all_reduce", "all_gather_object", "all_gather"})
 #: Names whose value is the same on every rank whatever it was computed with.
 UNIFORM_VALUE_NAMES = frozenset(
     {"world_size", "WORLD_SIZE", "num_processes", "num_replicas", "n_gpu", "ngpus", "num_gpus", "nprocs", "ngpus_per_node"}
@@ -222,6 +224,8 @@ class RankAnalysis:
         #: With `ctx.summarize`: every imported name whose rank dependence was
         #: asked for; facts about other names cannot change this module's findings.
         self.consulted: set[str] = set()
+        #: (function, name) of values a collective made the same on every rank.
+        self.synchronized: set[tuple[cst.FunctionDef | None, str]] = set()
         #: Each block's early exits, scanned once (shared with the single-process check).
         self.exit_cache: dict = {}
         self.single_process = SingleProcessCode(ctx, lambda node: DIRECT in self.deps(node), self.exit_cache)
@@ -258,6 +262,9 @@ class RankAnalysis:
 
     def visit_Call(self, node: cst.Call) -> None:
         self.graph.visit_Call(node)
+        if last_name(node.func) in _SYNCHRONISING and node.args and isinstance(node.args[0].value, cst.Name):
+            # `dist.broadcast_object_list(stop, src=0)`: from here on every rank holds the same `stop`.
+            self.synchronized.add((self.ctx.enclosing_function(), node.args[0].value.value))
 
     def leave_Module(self, node: cst.Module) -> None:
         self.final = True
@@ -369,6 +376,8 @@ class RankAnalysis:
     def _name_deps(self, node: cst.Name, depth: int) -> Deps:
         if node.value in UNIFORM_VALUE_NAMES:
             return _NONE  # `world_size, rank = get_world_size_and_rank()`: only `rank` differs
+        if self.synchronized and (self.ctx.enclosing_function(), node.value) in self.synchronized:
+            return _NONE  # broadcast or all-reduced above: the same on every rank
         values = self.ctx.values_of(node)
         if self.is_rank_name(node.value):
             # A loop variable `for rank in range(world_size)` is not this process's rank.
