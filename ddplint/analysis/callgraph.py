@@ -95,6 +95,8 @@ class Reference:
     trigger: str | None = None
     #: The argument expressions, as (keyword or None, node), for constant switches.
     values: tuple[tuple[str | None, cst.BaseExpression], ...] = ()
+    #: (class, method name) pairs the call may run, resolved after the walk.
+    members: tuple[tuple[cst.ClassDef, str], ...] = ()
 
 
 class CallGraph:
@@ -153,7 +155,7 @@ class CallGraph:
         self._note_evidence(last, names)
         if is_step(node):
             self._note_step()
-        targets = self._targets(func)
+        targets, members = self._targets(func)
         method = None
         if not targets and isinstance(func, cst.Attribute) and last_name(func.value) in _SELF:
             if func.attr.value in self.defined:  # a method of the module's classes, by name
@@ -166,7 +168,7 @@ class CallGraph:
             self.hooks[HOOK_TRIGGERS[attribute]].extend(passed)  # they run where the trigger runs
             return
         trigger = attribute if attribute in _TRIGGERS else None
-        if not (targets or method or passed or trigger):
+        if not (targets or members or method or passed or trigger):
             return
         function = ctx.enclosing_function()
         rank = self.rank
@@ -176,12 +178,14 @@ class CallGraph:
             main_block=function is None and in_main_block(stack), path=branch_path(stack),
             single=rank.single_process.here(stack),
         )  # fmt: skip
-        if targets or method:
+        if targets or members or method:
             arguments = tuple(
                 (arg.keyword.value if arg.keyword else None, rank.deps(arg.value)) for arg in node.args if not arg.star
             )
             values = tuple((arg.keyword.value if arg.keyword else None, arg.value) for arg in node.args if not arg.star)
-            self.references.append(Reference(targets, method, arguments=arguments, values=values, **where))
+            self.references.append(
+                Reference(targets, method, arguments=arguments, values=values, members=members, **where)
+            )
         if passed:  # mp.spawn(train, ...), threading.Thread(target=worker)
             indexed = bool(names & INDEXED_LAUNCHES)
             self.references.append(Reference(tuple(passed), None, launch=launch, indexed=indexed, **where))
@@ -201,31 +205,24 @@ class CallGraph:
             return tuple(v for v in self.ctx.values_of(node) if isinstance(v, cst.FunctionDef))
         return ()
 
-    def _targets(self, func: cst.BaseExpression) -> tuple[cst.FunctionDef, ...]:
-        """Module functions a call may run: a function by name, a class's
-        ``__init__``, or a method of an object built from a module class."""
+    def _targets(self, func: cst.BaseExpression) -> tuple[tuple[cst.FunctionDef, ...], tuple]:
+        """Module functions a call may run: a function by name; and (class,
+        method) pairs, resolved after the walk (a class may be defined below
+        its use): a class's ``__init__``, a method of an object built from a
+        module class."""
         if isinstance(func, cst.Name):
             if func.value not in self.defined:
-                return ()
-            found: list[cst.FunctionDef] = []
-            for value in self.ctx.values_of(func):
-                if isinstance(value, cst.FunctionDef):
-                    found.append(value)
-                elif isinstance(value, cst.ClassDef) and "__init__" in self.methods.get(value, {}):
-                    found.append(self.methods[value]["__init__"])
-            return tuple(found)
+                return (), ()
+            functions = tuple(v for v in self.ctx.values_of(func) if isinstance(v, cst.FunctionDef))
+            classes = tuple((v, "__init__") for v in self.ctx.values_of(func) if isinstance(v, cst.ClassDef))
+            return functions, classes
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value in self.defined
             and not (isinstance(func.value, cst.Name) and func.value.value in _SELF)
         ):
-            found = []
-            for cls in self._classes_of(func.value):
-                method = self.methods.get(cls, {}).get(func.attr.value)
-                if method is not None:
-                    found.append(method)
-            return tuple(found)
-        return ()
+            return (), tuple((cls, func.attr.value) for cls in self._classes_of(func.value))
+        return (), ()
 
     def _classes_of(self, receiver: cst.BaseExpression) -> list[cst.ClassDef]:
         """The module classes an object (a name, or a constructor call) may be built from."""
@@ -242,6 +239,9 @@ class CallGraph:
             return tuple(self.functions.get(reference.method, ()))
         if reference.trigger is not None:
             return tuple(self.hooks.get(reference.trigger, ()))
+        if reference.members:
+            found = [self.methods.get(cls, {}).get(name) for cls, name in reference.members]
+            return reference.targets + tuple(f for f in found if f is not None)
         return reference.targets
 
     def class_of(self, function: cst.FunctionDef) -> cst.ClassDef | None:

@@ -51,6 +51,17 @@ _EXECUTION_EVIDENCE = Probe.of_words((
 _LAUNCHER = Probe(("RANK",), re.compile(r"""\[\s*["'](?:LOCAL_|GROUP_)?RANK["']\s*\]\s*=[^=]"""))
 
 
+#: Packages whose `Trainer` classes run one process per rank under torchrun.
+HF_TRAINER_MODULES = ("transformers", "trl")
+#: The environment torchrun sets, read by scripts that let a trainer do the rest (alpaca-lora).
+_TORCHRUN_ENV = Probe.of_words(("LOCAL_RANK", "WORLD_SIZE"))
+
+
+def launched_per_rank(source: str) -> bool:
+    """A trainer script that reads torchrun's environment (`WORLD_SIZE`)."""
+    return _TORCHRUN_ENV.matches(source)
+
+
 def runs_per_rank(source: str) -> bool:
     """Whether the module's text shows it runs as one process per rank."""
     return _EXECUTION_EVIDENCE.matches(source) and not _LAUNCHER.matches(source)
@@ -74,6 +85,8 @@ class DistributedContext:
     def __init__(self, scopes: ScopeTracker) -> None:
         self._scopes = scopes
         self.found = False
+        #: A Hugging Face trainer is imported: with torchrun it runs as one process per rank.
+        self.hf_trainer = False
         #: A process group of one process only (`init_process_group(..., world_size=1)`).
         self.one_process = False
 
@@ -82,6 +95,11 @@ class DistributedContext:
             self.found = any(is_distributed_name(dotted_name(a.name)) for a in node.names)
 
     def leave_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if not self.hf_trainer:
+            self.hf_trainer = any(
+                q.startswith(HF_TRAINER_MODULES) and q.rsplit(".", 1)[-1].endswith("Trainer")
+                for _, q in import_bindings(node)
+            )
         if self.found:
             return
         if is_distributed_name(import_from_module(node)):
@@ -97,6 +115,10 @@ class DistributedContext:
             name = func.value
         else:
             return
+        if not self.hf_trainer and name.endswith("Trainer"):
+            self.hf_trainer = any(
+                q and q.startswith(HF_TRAINER_MODULES) for q in self._scopes.qualified_names(func)
+            )
         if name in _INIT_CALLS:
             self.found = True
             if any(_one_process(a) for a in node.args):

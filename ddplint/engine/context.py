@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Union
 import libcst as cst
 
 from ddplint.analysis.data import DataAnalysis
-from ddplint.analysis.distributed import DistributedContext, runs_per_rank
+from ddplint.analysis.distributed import DistributedContext, launched_per_rank, runs_per_rank
 from ddplint.analysis.loops import TrainingLoops
 from ddplint.analysis.rank import RankAnalysis
 from ddplint.analysis.scope import QualNames, ScopeTracker
@@ -136,7 +136,11 @@ class FileContext:
     def in_distributed_context(self) -> bool:
         """Whether the module is distributed code; final after the walk."""
         distributed = self._distributed
-        return distributed.found and not distributed.one_process and runs_per_rank(self.source)
+        if distributed.one_process:
+            return False
+        if distributed.found and runs_per_rank(self.source):
+            return True
+        return distributed.hf_trainer and launched_per_rank(self.source)
 
     # ------------------------------------------------------------ reporting
 

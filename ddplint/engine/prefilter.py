@@ -13,7 +13,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, Callable
 
-from ddplint.analysis.distributed import runs_per_rank
+from ddplint.analysis.distributed import launched_per_rank, runs_per_rank
 from ddplint.analysis.probe import AnyOf, Probe
 
 if TYPE_CHECKING:
@@ -30,6 +30,11 @@ DISTRIBUTED_TEXT = AnyOf((
         ("accelerate", "deepspeed", "lightning", "pytorch_lightning"),
         re.compile(r"\b(?:import|from)\s+(?:accelerate|deepspeed|lightning|pytorch_lightning)\b"),
         words=True,
+    ),
+    # A Hugging Face trainer script launched by torchrun (it reads WORLD_SIZE).
+    Probe(
+        ("LOCAL_RANK", "WORLD_SIZE"),
+        re.compile(r"\bfrom\s+(?:transformers|trl)\b[^\n]*\bimport\b[^\n]*Trainer\b|\b(?:transformers|trl)\.\w*Trainer\("),
     ),
 ))  # fmt: skip
 
@@ -52,7 +57,9 @@ class TextScan:
     @property
     def distributed(self) -> bool:
         if self._distributed is None:
-            self._distributed = self.has(DISTRIBUTED_TEXT) and runs_per_rank(self.text)
+            self._distributed = self.has(DISTRIBUTED_TEXT) and (
+                runs_per_rank(self.text) or launched_per_rank(self.text)
+            )
         return self._distributed
 
 
