@@ -7,6 +7,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable
 
+from ddplint.analysis.catalogue import RANK_TEXT
 from ddplint.analysis.collectives import (
     COLLECTIVE_FUNCTIONS,
     HOROVOD_COLLECTIVES,
@@ -178,13 +179,7 @@ class CollectiveInRankBranch(Rule):
     )  # fmt: skip
     tags = ("correctness", "deadlock")
     #: No guard can be rank-dependent without one of these (see `rank` analysis).
-    context_tokens = (
-        "rank", "RANK", "is_main", "is_master", "master_process", "is_global_zero", "process_index",
-        "is_world_process_zero", "is_local_process_zero", "should_save", "_first", "on_main_process",
-        "on_local_main_process", "on_process", "on_local_process", "on_last_process", "is_local_master",
-        "SLURM_PROCID", "SLURM_LOCALID", "ordinal", "is_last_process", "is_first_process", "_last_stage",
-        "_first_stage",
-    )  # fmt: skip
+    context_tokens = RANK_TEXT
     #: `utils.reduce_dict()` is a collective and `utils.am_leader()` a rank test.
     facts_replace = frozenset({"tokens", "context_tokens"})
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ddplint.analysis.catalogue import GLOBAL_RANK_TEXT
 from ddplint.analysis.rank_kinds import GLOBAL, device_index_arguments, rank_kind
 from ddplint.lazy import cst
 from ddplint.model import Severity
@@ -64,7 +65,7 @@ class GlobalRankDevice(Rule):
     summary = "A GPU picked with the global rank: the second node asks for devices it does not have."
     tokens = ("set_device", "device_ids", "device_id", "device_map", "cuda", "device", "output_device")
     #: A global rank must be in sight.
-    context_tokens = ("RANK", "get_rank", "process_index", "SLURM_PROCID", "global_rank", "world_rank")
+    context_tokens = GLOBAL_RANK_TEXT
     distributed_only = True
     tags = ("correctness", "multi-node")
 

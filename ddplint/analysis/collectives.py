@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from ddplint.analysis.catalogue import covering_needles
 from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
@@ -116,6 +117,39 @@ HOROVOD_COLLECTIVES = frozenset(
     }
 )  # fmt: skip
 _HOROVOD = ("horovod.torch", "horovod.tensorflow", "horovod")
+
+
+def _last(qualname: str) -> str:
+    return qualname.rsplit(".", 1)[-1]
+
+
+_DCP = "torch.distributed.checkpoint."
+_FSDP = "torch.distributed.fsdp."
+_GENERIC = (_DCP, _FSDP)
+_TORCH_LIBRARIES = ("torch.distributed", "import distributed", "deepspeed", "accelerat", "xla", "ignite", "lightning")
+
+#: The families of collectives, as the text prefilter sees them: the names a
+#: call or an import of one spells out (a function's own name always is),
+#: then the texts without which those names are not collectives (one of each
+#: group: the library, the receiver).
+COLLECTIVE_FAMILIES: tuple[tuple[frozenset[str], tuple[tuple[str, ...], ...]], ...] = (
+    (COLLECTIVE_FUNCTIONS | {_last(q) for q in COLLECTIVE_QUALNAMES if not q.startswith(_GENERIC)}, (_TORCH_LIBRARIES,)),
+    # Generic method and function names, in a module that names their class or package.
+    (frozenset(_last(q) for q in COLLECTIVE_QUALNAMES if q.startswith(_FSDP)), (("FullyShardedDataParallel", "FSDP"),)),
+    (
+        frozenset(_last(q) for q in COLLECTIVE_QUALNAMES if q.startswith(_DCP)),
+        (("distributed.checkpoint", "import checkpoint", "checkpoint as"),),
+    ),
+    # A receiver named `accelerator` or built from `Accelerator()`.
+    (ACCELERATOR_METHODS | UNAMBIGUOUS_METHODS, (("accelerator", "Accelerator"),)),
+    (ENGINE_METHODS, (("engine",),)),
+    (STRATEGY_METHODS | {"sync_dist"}, (("strategy", "sync_dist"),)),
+    (MPI_COLLECTIVES, (("MPI",),)),
+    (HOROVOD_COLLECTIVES, (("horovod",),)),
+)  # fmt: skip
+
+
+
 NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
 
 

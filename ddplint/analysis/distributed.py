@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from ddplint.analysis.catalogue import PER_RANK_WORDS
 from ddplint.analysis.names import dotted_name
 from ddplint.analysis.probe import Probe
 from ddplint.analysis.scope import ScopeTracker, import_bindings, import_from_module
@@ -37,12 +38,9 @@ _INIT_CALLS = ("init_process_group", "init_distributed")
 
 #: Identifiers that only code running as one process per rank uses.
 _EXECUTION_EVIDENCE = Probe.of_words((
-    "init_process_group", "init_distributed", "deepspeed.initialize", "get_rank", "get_local_rank", "get_global_rank",
-    "get_node_local_rank", "LOCAL_RANK", "RANK", "SLURM_PROCID", "local_rank", "global_rank", "process_index",
-    "local_process_index", "is_main_process", "is_local_main_process", "is_global_zero", "is_world_process_zero",
-    "is_local_process_zero", "rank_zero_only", "Accelerator", "PartialState", "DistributedDataParallel",
-    "FullyShardedDataParallel", "fully_shard", "Trainer", "Fabric", "LightningModule", "LightningDataModule", "barrier",
-    "all_reduce",
+    *PER_RANK_WORDS, "init_process_group", "init_distributed", "deepspeed.initialize", "Accelerator", "PartialState",
+    "DistributedDataParallel", "FullyShardedDataParallel", "fully_shard", "Trainer", "Fabric", "LightningModule",
+    "LightningDataModule", "barrier", "all_reduce",
 ))  # fmt: skip
 
 

@@ -49,10 +49,20 @@ class Probe:
 class AnyOf:
     """Matches where one of its probes does."""
 
-    probes: tuple[Probe, ...]
+    probes: tuple[Probe | AllOf, ...]
 
     def matches(self, text: str) -> bool:
         return any(probe.matches(text) for probe in self.probes)
+
+
+@dataclass(frozen=True, eq=False)
+class AllOf:
+    """Matches where each of its probes does."""
+
+    probes: tuple[Probe, ...]
+
+    def matches(self, text: str) -> bool:
+        return all(probe.matches(text) for probe in self.probes)
 
 
 def _has_word(text: str, word: str) -> bool:

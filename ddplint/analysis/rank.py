@@ -30,6 +30,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
+from ddplint.analysis import catalogue
 from ddplint.analysis.blocks import early_exits, last_statement, nested_exits
 from ddplint.analysis.callgraph import CallGraph, Reference, branch_path, enclosing_loops, in_main_block
 from ddplint.analysis.execution import ExecutionModel, Runs
@@ -44,66 +45,18 @@ if TYPE_CHECKING:
 #: The dependency "this value is a rank source".
 DIRECT = "rank"
 
-DEFAULT_RANK_NAMES = frozenset(
-    {
-        "rank", "local_rank", "global_rank", "node_rank", "process_index", "local_process_index",
-        "is_main_process", "is_local_main_process", "is_master", "is_main", "master_process",
-        "is_global_zero", "is_world_process_zero", "is_local_process_zero", "should_save",
-        "is_master_ordinal", "is_local_master", "is_rank_zero", "is_rank_0",
-        "is_last_process", "is_first_process", "is_last_stage", "is_first_stage", "is_pipeline_last_stage",
-        "is_pipeline_first_stage",
-    }
-)  # fmt: skip
+#: Names and attributes that hold a rank or a rank test by convention.
+DEFAULT_RANK_NAMES = catalogue.texts(catalogue.NAME)
 
-#: `<anything>_rank` names hold a process's rank in some group (`ddp_rank`,
-#: `dist_rank`, `pipeline_rank`), except these, which are arguments or sizes.
-RANK_SUFFIX = "_rank"
-NOT_RANKS = frozenset(
-    {
-        "lora_rank", "matrix_rank", "low_rank", "max_rank", "min_rank", "src_rank", "dst_rank",
-        "root_rank", "peer_rank", "target_rank", "dest_rank", "source_rank", "num_rank", "svd_rank",
-    }
-)  # fmt: skip
-
-RANK_FUNCTIONS = frozenset(
-    {
-        "torch.distributed.get_rank", "torch.distributed.get_node_local_rank",
-        "torch.distributed.get_group_rank", "torch.distributed.get_global_rank",
-        "torch.distributed.distributed_c10d.get_rank",
-        "deepspeed.comm.get_rank", "deepspeed.comm.get_local_rank",
-        "torch_xla.core.xla_model.get_ordinal", "torch_xla.core.xla_model.get_local_ordinal",
-        "torch_xla.runtime.global_ordinal", "torch_xla.runtime.local_ordinal",
-        "ignite.distributed.get_rank", "ignite.distributed.get_local_rank", "ignite.distributed.get_node_rank",
-    }
-)  # fmt: skip
-
-RANK_ENV = frozenset(
-    {
-        "RANK", "LOCAL_RANK", "GROUP_RANK", "NODE_RANK", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NODEID",
-        "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMIX_RANK",
-    }
-)  # fmt: skip
-
+RANK_SUFFIX, NOT_RANKS = catalogue.RANK_SUFFIX, catalogue.NOT_RANKS
+RANK_FUNCTIONS = catalogue.texts(catalogue.FUNCTION)
+RANK_ENV = catalogue.texts(catalogue.ENV)
 #: Decorators whose function body runs on some ranks only.
-RANK_ZERO_DECORATORS = frozenset(
-    {"rank_zero_only", "on_main_process", "on_local_main_process", "on_process", "on_local_process", "on_last_process"}
-)
-
-#: Context managers that run their body on different ranks at different times
-#: (accelerate's, and YOLOv5's `torch_distributed_zero_first` by name, imported or not).
-STAGGERED_METHODS = frozenset(
-    {"main_process_first", "local_main_process_first", "torch_distributed_zero_first", "distributed_zero_first",
-     "rank_zero_first", "zero_rank_first", "priority_execution"}
-)  # fmt: skip
-
-#: Function names that return a rank whichever module defines them
-#: (`from utils.dist import get_rank`, detectron2's `comm.get_local_rank()`).
-RANK_CALL_NAMES = frozenset(
-    {
-        "get_rank", "get_local_rank", "get_global_rank", "get_node_local_rank", "get_node_rank", "Get_rank",
-        "get_process_index", "get_ordinal", "get_local_ordinal", "global_ordinal", "local_ordinal",
-    }
-)  # fmt: skip
+RANK_ZERO_DECORATORS = catalogue.texts(catalogue.DECORATOR)
+#: Context managers that run their body on different ranks at different times.
+STAGGERED_METHODS = catalogue.texts(catalogue.CONTEXT)
+#: Function names that return a rank whichever module defines them.
+RANK_CALL_NAMES = catalogue.texts(catalogue.CALL)
 
 _ENV_GETTERS = frozenset({"os.environ.get", "os.getenv"})
 #: Collectives after which their first argument holds the same value on every rank.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ddplint.analysis import catalogue
 from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
@@ -21,14 +22,12 @@ if TYPE_CHECKING:
 
 GLOBAL, LOCAL = "global", "local"
 
-GLOBAL_ENV = frozenset({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
-LOCAL_ENV = frozenset({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"})
-GLOBAL_CALLS = frozenset({"torch.distributed.get_rank", "deepspeed.comm.get_rank", "ignite.distributed.get_rank"})
-LOCAL_CALLS = frozenset(
-    {"torch.distributed.get_node_local_rank", "deepspeed.comm.get_local_rank", "ignite.distributed.get_local_rank"}
-)
-GLOBAL_ATTRIBUTES = frozenset({"process_index", "global_rank", "world_rank"})
-LOCAL_ATTRIBUTES = frozenset({"local_process_index", "local_rank"})
+GLOBAL_ENV = catalogue.texts(catalogue.ENV, catalogue.GLOBAL)
+LOCAL_ENV = catalogue.texts(catalogue.ENV, catalogue.LOCAL)
+GLOBAL_CALLS = catalogue.texts(catalogue.FUNCTION, catalogue.GLOBAL)
+LOCAL_CALLS = catalogue.texts(catalogue.FUNCTION, catalogue.LOCAL)
+GLOBAL_ATTRIBUTES = catalogue.texts(catalogue.NAME, catalogue.GLOBAL)
+LOCAL_ATTRIBUTES = catalogue.texts(catalogue.NAME, catalogue.LOCAL)
 _ENV_GETTERS = frozenset({"os.environ.get", "os.getenv"})
 _TRANSPARENT = frozenset({"builtins.int", "builtins.str"})
 _MAX_DEPTH = 6

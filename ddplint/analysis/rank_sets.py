@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ddplint.analysis import catalogue
 from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
@@ -30,16 +31,11 @@ if TYPE_CHECKING:
     from ddplint.analysis.rank import Deps, RankAnalysis
 
 #: Predicates true on the global rank 0 (or the main process) only.
-MAIN_PREDICATES = frozenset(
-    {
-        "is_main_process", "is_master", "is_main", "master_process", "is_global_zero", "is_world_process_zero",
-        "is_rank_zero", "is_rank_0", "is_leader", "is_primary", "is_first_process",
-    }
-)  # fmt: skip
+MAIN_PREDICATES = catalogue.texts(catalogue.NAME, catalogue.MAIN)
 #: Predicates true on one process per node.
-NODE_PREDICATES = frozenset({"is_local_main_process", "is_local_process_zero", "is_local_master", "is_local_primary"})
+NODE_PREDICATES = catalogue.texts(catalogue.NAME, catalogue.NODE_MAIN)
 #: Predicates true on one (other) rank: the last stage of a pipeline holds the loss.
-ONE_RANK_PREDICATES = frozenset({"is_last_process", "is_last_stage", "is_pipeline_last_stage", "is_first_stage"})
+ONE_RANK_PREDICATES = catalogue.texts(catalogue.NAME, catalogue.ONE)
 #: Words in a rank's text that make it a rank within the node.
 _LOCAL_WORDS = ("local", "gpu", "device")
 _MAX_DEPTH = 6

@@ -13,8 +13,10 @@ import functools
 import re
 from typing import TYPE_CHECKING, Callable
 
+from ddplint.analysis.catalogue import RANK_TEXT, covering_needles
+from ddplint.analysis.collectives import COLLECTIVE_FAMILIES
 from ddplint.analysis.distributed import launched_per_rank, runs_per_rank
-from ddplint.analysis.probe import AnyOf, Probe
+from ddplint.analysis.probe import AllOf, AnyOf, Probe
 
 if TYPE_CHECKING:
     from ddplint.rule import Rule
@@ -45,10 +47,10 @@ class TextScan:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._found: dict[Probe | AnyOf, bool] = {}
+        self._found: dict[Probe | AnyOf | AllOf, bool] = {}
         self._distributed: bool | None = None
 
-    def has(self, probe: Probe | AnyOf) -> bool:
+    def has(self, probe: Probe | AnyOf | AllOf) -> bool:
         found = self._found.get(probe)
         if found is None:
             found = self._found[probe] = probe.matches(self.text)
@@ -102,15 +104,12 @@ def context_probe(rule: type[Rule], extra: tuple[str, ...]) -> Probe | None:
 #: Text without which a module's summary has no facts to walk for: rank
 #: tests, collectives (with a distributed library in sight: `torch.gather` is
 #: not one), Dataset classes, replacing `builtins.print`.
-_SUMMARY_RANK = Probe.of_substrings(
-    ("rank", "RANK", "is_main", "is_master", "master_process", "is_global_zero", "process_index", "ordinal")
-)
-_SUMMARY_COLLECTIVE = Probe.of_substrings(
-    ("barrier", "all_reduce", "broadcast", "gather", "scatter", "all_to_all", "new_group", "wait_for_everyone", "reduce")
-)
-_SUMMARY_LIBRARY = Probe.of_substrings(
-    ("torch.distributed", "import distributed", "deepspeed", "accelerat", "xla", "ignite", "lightning", "strategy", "sync_dist")
-)
+_SUMMARY_RANK = Probe.of_substrings(RANK_TEXT)
+_SUMMARY_COLLECTIVE = AnyOf(tuple(
+    AllOf((Probe.of_substrings(covering_needles(names)), *map(Probe.of_substrings, requirements)))
+    for names, requirements in COLLECTIVE_FAMILIES
+))  # fmt: skip
+_SUMMARY_COLLECTIVE_NAMES = Probe.of_substrings(covering_needles(n for names, _ in COLLECTIVE_FAMILIES for n in names))
 _SUMMARY_OTHER = AnyOf((
     Probe.of_words(("Dataset",)), Probe.of_substrings(("IterableDataset", "DataPipe", "builtins", "__builtin__"))
 ))  # fmt: skip
@@ -130,13 +129,13 @@ def summary_worthy(
     if scan.has(_SUMMARY_OTHER):
         return True
     rank, extra = _SUMMARY_RANK, _rank_probe(rank_names)
-    collective = scan.has(_SUMMARY_COLLECTIVE) and scan.has(_SUMMARY_LIBRARY)
+    collective = scan.has(_SUMMARY_COLLECTIVE)
     if not (collective or scan.has(rank) or (extra is not None and scan.has(extra))):
         return False
     if outside_classes is None:
         return True
     narrow = TextScan(outside_classes())
-    return (collective and narrow.has(_SUMMARY_COLLECTIVE)) or narrow.has(rank) or (extra is not None and narrow.has(extra))
+    return (collective and narrow.has(_SUMMARY_COLLECTIVE_NAMES)) or narrow.has(rank) or (extra is not None and narrow.has(extra))
 
 
 @functools.lru_cache(maxsize=16)
