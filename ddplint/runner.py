@@ -82,8 +82,13 @@ class _Task:
     data: bytes | None = None
 
     def with_facts(self, facts: FileFacts, cache: Cache | None) -> _Task:
-        key = entry_key(self.digest, self.display, self.settings, "facts:" + facts.digest()) if cache else None
+        key = self.cache_key("facts:" + facts.digest()) if cache else None
         return dataclasses.replace(self, project=dataclasses.replace(self.project, facts=facts), key=key)
+
+    def cache_key(self, extra: str = "") -> str:
+        """The cache entry of this lint: the file's bytes and name, the
+        settings, whether the prefilter ran, and `extra` (its role)."""
+        return entry_key(self.digest, self.display, self.settings, extra if self.prefilter else f"{extra}|no-prefilter")
 
     def read(self) -> bytes:
         """The bytes to lint (`OSError` if the file cannot be read now)."""
@@ -138,7 +143,7 @@ def lint_paths(
     if project:
         results, _, tasks = _lint_project(tasks, paths, resolver, jobs, cache, remember=fix is None)
     else:
-        tasks = [dataclasses.replace(t, key=entry_key(t.digest, t.display, t.settings)) for t in tasks] if cache else tasks
+        tasks = [dataclasses.replace(t, key=t.cache_key()) for t in tasks] if cache else tasks
         results = _cached_run(tasks, jobs, cache)
     for task, result in zip(tasks, results):
         report.add(_fixed(task, result, fix, report) if fix else result)
@@ -214,7 +219,7 @@ def _lint_project(
         dataclasses.replace(
             task,
             project=dataclasses.replace(task.project, imported=imported, importer=importer),
-            key=entry_key(task.digest, task.display, task.settings, f"summary:{imported}:{importer}") if cache else None,
+            key=task.cache_key(f"summary:{imported}:{importer}") if cache else None,
         )
         for task, (imported, importer) in zip(tasks, roles)
     ]

@@ -60,6 +60,16 @@ def test_a_changed_file_or_setting_misses_the_cache(ddplint, tmp_path) -> None:
     assert _json(ddplint, ".", cwd=tmp_path)[0]["severity"] == "note"
 
 
+def test_a_run_without_the_prefilter_never_reuses_a_prefiltered_result(ddplint, tmp_path) -> None:
+    write(tmp_path, {"a.py": BAD})
+    cache = tmp_path / "cache"
+    _json(ddplint, "a.py", "--cache-dir", cache, cwd=tmp_path)
+    entries = set(cache.rglob("*.json"))
+    _json(ddplint, "a.py", "--cache-dir", cache, "--no-prefilter", cwd=tmp_path)
+    # Its own entry for the file (and for the run): a benchmark measures what it says.
+    assert len(set(cache.rglob("*.json")) - entries) == 2
+
+
 @pytest.mark.parametrize("kind", ["result", "keys"])  # a file's result; a whole run's list of entries
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "foreign"])
 def test_damaged_entries_are_ignored_and_rewritten(ddplint, tmp_path, damage, kind) -> None:
