@@ -27,7 +27,7 @@ from ddplint.project.summary import ModuleSummary
 
 CACHE_DIR_NAME = ".ddplint_cache"
 ENV_CACHE_DIR = "DDPLINT_CACHE_DIR"
-_FORMAT = 4
+_FORMAT = 5
 
 
 def default_cache_dir(project_root: Path) -> Path:

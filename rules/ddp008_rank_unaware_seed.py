@@ -59,17 +59,19 @@ class RankUnawareSeed(Rule):
     `np.random.seed`, `random.seed`, Lightning's `seed_everything` and the
     `set_seed` of transformers and accelerate, called with a literal, a
     config value or `args.seed` (`seed_everything(seed, workers=True)` too:
-    `workers=True` seeds the DataLoader workers, not the ranks). Also flags
-    `init_process_group(...)` in a module that seeds nothing at all.
+    `workers=True` seeds the DataLoader workers, not the ranks), where
+    per-rank randomness is in play: dropout or random augmentation built or
+    configured in the module, random draws in the training loop or what it
+    calls, or a Dataset whose samples are drawn at random, defined in the
+    module or in another linted module (SwAV's `MultiCropDataset`, an
+    `ImageFolder` subclass with random crops in `src/`). A module that
+    seeds nothing at all is DDP024's (off by default).
 
     Only seeds that are certainly the same everywhere are flagged: literals,
     seed settings (`seed`, `args.seed`, `config["seed"]`), loop counters, and
     arithmetic on those; a seed offset by something else
     (`base_seed + stage_index`) is taken as deliberate, and so is a seed
-    that only a one-process run sets (`if args.local_rank == -1:`). The missing-seed
-    finding is only made for modules that train (call `.backward()` or
-    `optimizer.step()`) and call no seeding helper of their own
-    (`init_seeds(seed + RANK)` imported from a utility module). Modules
+    that only a one-process run sets (`if args.local_rank == -1:`). Modules
     using tensor parallelism (`torch.distributed.tensor.parallel`) are not
     checked: the ranks of a tensor-parallel group must draw the same random
     numbers. Tools that join a process group need no seed.
@@ -153,7 +155,7 @@ class RankUnawareSeed(Rule):
             self.draws.append(ctx.rank.site(node))
         if is_hf_trainer(names):
             self.hf_trainer = True
-        if not self.random_layers and random_layer_call(node):
+        if not self.random_layers and (random_layer_call(node) or self._random_dataset(node)):
             self.random_layers = True
         if not seed_call(node, ctx):
             return
@@ -168,6 +170,15 @@ class RankUnawareSeed(Rule):
         uniform = value is not None and self._uniform(value)
         fix = self._fix(value) if uniform and value is not None else None
         self.seeds.append(_Seed(ctx.rank.site(node, deps), shown, len(self.seeds), device_specific, uniform, fix))
+
+    def _random_dataset(self, node: cst.Call) -> bool:
+        """A Dataset of another linted module that augments at random
+        (SwAV's `MultiCropDataset(...)` built in main_swav.py)."""
+        facts = self.ctx.facts
+        if not facts:
+            return False
+        fact = facts.first(self.ctx.scopes.imported_qualnames(node.func))
+        return fact is not None and fact.random
 
     def _fix(self, value: cst.BaseExpression) -> ProposedFix:
         """`seed` -> `seed + rank` with a global-rank variable bound here (unsafe:

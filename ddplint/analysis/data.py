@@ -28,7 +28,15 @@ LOADER_POSITIONAL = (
     "multiprocessing_context", "generator",
 )  # fmt: skip
 
-MAP_DATASETS = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
+#: Map-style Dataset bases: torch's, and torchvision's folder and vision
+#: datasets, which training code subclasses as often (SwAV's `ImageFolder`).
+_TORCHVISION_DATASETS = ("ImageFolder", "DatasetFolder", "VisionDataset", "CIFAR10", "CIFAR100", "MNIST", "ImageNet")
+MAP_DATASETS = frozenset(
+    {"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"}
+    | {f"torchvision.datasets.{name}" for name in _TORCHVISION_DATASETS}
+    | {"torchvision.datasets.folder.ImageFolder", "torchvision.datasets.folder.DatasetFolder",
+       "torchvision.datasets.vision.VisionDataset"}
+)  # fmt: skip
 ITERABLE_DATASETS = frozenset(
     {
         "torch.utils.data.IterableDataset",

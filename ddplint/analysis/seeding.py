@@ -107,6 +107,16 @@ def random_layer_call(call: cst.Call) -> bool:
     return any(a.keyword is not None and _RANDOM_LAYERS.search(a.keyword.value) for a in call.args)
 
 
+#: Text of a class that draws per sample: random augmentation or a generator call.
+_DRAWS_TEXT = re.compile(r"\brandom\.\w+\(|\bnp\.random\.|\btorch\.(?:rand\w*|normal|bernoulli|multinomial)\(")
+
+
+def class_draws(code: str) -> bool:
+    """Whether a class's code (a Dataset's) builds random augmentation or
+    draws random numbers: what each rank's copy draws differs only by seed."""
+    return _RANDOM_LAYERS.search(code) is not None or _DRAWS_TEXT.search(code) is not None
+
+
 def is_draw(qualnames: frozenset) -> bool:
     """Whether a call draws from a global random generator."""
     for name in qualnames:

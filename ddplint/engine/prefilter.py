@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ddplint.analysis.catalogue import RANK_TEXT, covering_needles
 from ddplint.analysis.collectives import COLLECTIVE_FAMILIES
+from ddplint.analysis.data import ITERABLE_DATASETS, MAP_DATASETS
 from ddplint.analysis.distributed import launched_per_rank, runs_per_rank
 from ddplint.analysis.probe import AllOf, AnyOf, Probe
 
@@ -110,8 +111,12 @@ _SUMMARY_COLLECTIVE = AnyOf(tuple(
     for names, requirements in COLLECTIVE_FAMILIES
 ))  # fmt: skip
 _SUMMARY_COLLECTIVE_NAMES = Probe.of_substrings(covering_needles(n for names, _ in COLLECTIVE_FAMILIES for n in names))
+#: Dataset classes that training code derives its own from (`ImageFolder`).
+_DATASET_BASES = tuple(sorted({name.rsplit(".", 1)[-1] for name in MAP_DATASETS | ITERABLE_DATASETS} - {"Dataset"}))
 _SUMMARY_OTHER = AnyOf((
-    Probe.of_words(("Dataset",)), Probe.of_substrings(("IterableDataset", "DataPipe", "builtins", "__builtin__"))
+    Probe.of_words(("Dataset",)),
+    Probe(_DATASET_BASES, re.compile(rf"\bclass\s+\w+\s*\([^)]*\b(?:{'|'.join(_DATASET_BASES)})\b")),
+    Probe.of_substrings(("IterableDataset", "DataPipe", "builtins", "__builtin__")),
 ))  # fmt: skip
 
 

@@ -10,12 +10,14 @@ it calls, and whether it replaces ``builtins.print`` (DETR's
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from ddplint.analysis.classes import imported_bases
 from ddplint.analysis.collectives import collective_name, in_lazy_initialization
 from ddplint.analysis.data import dataset_kind
+from ddplint.analysis.seeding import class_draws
 from ddplint.lazy import cst
 from ddplint.project.summary import EXTERNAL_ROOTS, Symbol
 
@@ -83,7 +85,9 @@ class SummaryCollector:
             self.called |= bases  # a Dataset base class from another module
         if self.symbols_wanted and self._top_level():
             via = tuple(sorted(q for q in bases if not _external(q)))
-            self.classes.setdefault(node.name.value, Symbol(dataset=dataset_kind(node, self.ctx), dataset_via=via))
+            kind = dataset_kind(node, self.ctx)
+            random = kind is not None and class_draws(self.ctx.module.code_for_node(node))
+            self.classes.setdefault(node.name.value, Symbol(dataset=kind, dataset_via=via, random=random))
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
@@ -212,7 +216,7 @@ class SummaryCollector:
                 silences_via=tuple(sorted({q for g in reach for q, _, _ in self.imported_calls.get(g, ())})),
             )
         for name, symbol in self.classes.items():
-            symbols[name] = Symbol(line=lines.get(name, 0), dataset=symbol.dataset, dataset_via=symbol.dataset_via)
+            symbols[name] = dataclasses.replace(symbol, line=lines.get(name, 0))
         return symbols
 
     def _callees(self, function: cst.FunctionDef, all_calls: bool) -> list[cst.FunctionDef]:

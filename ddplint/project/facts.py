@@ -23,19 +23,21 @@ class Fact:
     collective: tuple[str, ...] = ()
     silences_print: bool = False
     dataset: str | None = None
+    #: A Dataset class that draws random numbers per sample (augmentation).
+    random: bool = False
 
     @property
     def relevant(self) -> bool:
         """Whether the fact can change a finding."""
-        return self.rank or bool(self.collective) or self.silences_print or self.dataset is not None
+        return self.rank or bool(self.collective) or self.silences_print or self.dataset is not None or self.random
 
     def to_json(self) -> list:
-        return [self.path, self.line, self.rank, list(self.collective), self.silences_print, self.dataset]
+        return [self.path, self.line, self.rank, list(self.collective), self.silences_print, self.dataset, self.random]
 
     @classmethod
     def from_json(cls, data: list) -> Fact:
-        path, line, rank, collective, silences, dataset = data
-        return cls(path, line, rank, tuple(collective), silences, dataset)
+        path, line, rank, collective, silences, dataset, random = data
+        return cls(path, line, rank, tuple(collective), silences, dataset, random)
 
 
 @dataclass(frozen=True)

@@ -195,7 +195,7 @@ class ProjectIndex:
         for entry in self.entries:
             for name, s in entry.summary.symbols.items():
                 facts[(entry.display, name)] = Fact(
-                    entry.display, s.line, s.rank, s.collective, s.silences_print, s.dataset
+                    entry.display, s.line, s.rank, s.collective, s.silences_print, s.dataset, s.random
                 )
 
         def fact_of(raw: str, entry: ModuleEntry) -> Fact | None:

@@ -38,12 +38,14 @@ class Symbol:
     silences_via: tuple[str, ...] = ()
     dataset: str | None = None
     dataset_via: tuple[str, ...] = ()
+    #: A Dataset whose per-sample code draws random numbers (augmentation).
+    random: bool = False
 
     @property
     def empty(self) -> bool:
         return not (
             self.rank or self.rank_via or self.collective or self.collective_via or self.silences_print
-            or self.silences_via or self.dataset or self.dataset_via
+            or self.silences_via or self.dataset or self.dataset_via or self.random
         )  # fmt: skip
 
 
@@ -95,7 +97,7 @@ class ModuleSummary:
         return any(
             (fact.rank and name in self.consulted)
             or (bool(fact.collective) and name in self.collective_called)
-            or ((fact.silences_print or fact.dataset) and name in self.called)
+            or ((fact.silences_print or fact.dataset or fact.random) and name in self.called)
             for name, fact in facts.items()
         )
 
