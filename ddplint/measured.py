@@ -17,7 +17,7 @@ MEASURED: dict[str, tuple[int, int, int, int]] = {
     # measured:start
     "DDP001": (69, 66, 2, 1),
     "DDP001 (preview)": (2, 0, 0, 2),
-    "DDP002": (6, 6, 0, 0),
+    "DDP002": (9, 9, 0, 0),
     "DDP004": (17, 0, 17, 0),
     "DDP005": (36, 9, 0, 27),
     "DDP006": (22, 18, 1, 3),

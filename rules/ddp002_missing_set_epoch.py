@@ -16,6 +16,8 @@ from ddplint.rule import Rule
 
 #: `DistributedSampler.__init__`'s positional parameters.
 SAMPLER_POSITIONAL = ("dataset", "num_replicas", "rank", "shuffle", "seed", "drop_last")
+#: ColossalAI's `Plugin.prepare_dataloader` positional parameters (shuffle defaults to False).
+PLUGIN_LOADER_POSITIONAL = ("dataset", "batch_size", "shuffle")
 #: Callables that iterate the loader they are given (`enumerate(loader)`).
 ITERATING = frozenset({"builtins.iter", "builtins.enumerate", "builtins.zip", "itertools.islice", "itertools.cycle"})
 
@@ -68,14 +70,18 @@ class MissingSetEpoch(Rule):
 
     Flags an epoch loop that iterates a DataLoader whose sampler is a
     shuffling `DistributedSampler` (any alias; `ElasticDistributedSampler`
-    too) but never calls `set_epoch(<the loop variable>)` on it: not on the
+    too, and the loader ColossalAI's `plugin.prepare_dataloader(...,
+    shuffle=True)` builds over one) but never calls
+    `set_epoch(<the loop variable>)` on it: not on the
     sampler, not as `loader.sampler.set_epoch(epoch)`,
     `loader.batch_sampler.sampler.set_epoch(epoch)` or `loader.set_epoch`,
     and not in a helper of the module that receives the loader or sampler
     together with the epoch. A constant argument (`set_epoch(0)`) counts as
     missing. The loader may be built in a builder function of the module,
-    and iterated directly (`for b in loader`, `enumerate`, `tqdm`, `zip`,
-    `iter`) or in a helper called from the epoch loop (`train_one_epoch(...)`).
+    or returned beside others (`return train_loader, val_loader`), and
+    iterated directly (`for b in loader`, `enumerate`, `tqdm`, `zip`,
+    `iter`, `with tqdm(loader) as bar: for b in bar`) or in a helper called
+    from the epoch loop (`train_one_epoch(...)`).
 
     Not flagged: `DistributedSampler(..., shuffle=False)`; other samplers;
     a loader iterated once with no loop around it; loaders handed to
@@ -131,7 +137,7 @@ class MissingSetEpoch(Rule):
     name = "missing-set-epoch"
     severity = Severity.WARNING
     summary = "A DistributedSampler's epoch is never set: every epoch has the same order."
-    tokens = ("DistributedSampler", "ElasticDistributedSampler")
+    tokens = ("DistributedSampler", "ElasticDistributedSampler", "prepare_dataloader")
     tags = ("correctness", "data-loading")
 
     def __init__(self, ctx) -> None:
@@ -146,6 +152,9 @@ class MissingSetEpoch(Rule):
             shuffle = bind_arguments(node, SAMPLER_POSITIONAL).value("shuffle")
             if shuffle is None or truthiness(shuffle, ctx) is not False:
                 facts.samplers[id(node)] = node
+        elif self._plugin_loader(node):
+            facts.samplers[id(node)] = node  # the plugin's loader holds a DistributedSampler of its own
+            facts.loaders[id(node)] = (node, node)
         elif is_dataloader(node, ctx):
             sampler = self._loader_sampler(node)
             if sampler is not None:
@@ -163,11 +172,20 @@ class MissingSetEpoch(Rule):
     def visit_For(self, node: cst.For) -> None:
         for expr in _iterated(node.iter, self.ctx):
             self._record_iteration(expr, self._loops())
+            # `with tqdm(loader) as pbar: for batch in pbar:` iterates the loader.
+            for value in self.ctx.values_of(expr) if isinstance(expr, cst.Name) else ():
+                if isinstance(value, cst.Call):
+                    for inner in _iterated(value, self.ctx):
+                        if inner is not value:
+                            self._record_iteration(inner, self._loops())
 
     def visit_Return(self, node: cst.Return) -> None:
         function = self.ctx.enclosing_function()
         if function is not None and node.value is not None:
-            self.facts.builders.setdefault(function, set()).update(self._keys(node.value))
+            # `return train_loader, val_loader`: the builder stands for either (unpacked by the caller).
+            parts = [e.value for e in node.value.elements] if isinstance(node.value, cst.Tuple) else [node.value]
+            for part in parts:
+                self.facts.builders.setdefault(function, set()).update(self._keys(part))
 
     def _maybe_iteration_call(self, node: cst.Call) -> None:
         if self.ctx.qualified_names(node.func) & {"builtins.iter"} and node.args:
@@ -205,6 +223,15 @@ class MissingSetEpoch(Rule):
                 return key[1]
         return None
 
+    def _plugin_loader(self, node: cst.Call) -> bool:
+        """ColossalAI's `plugin.prepare_dataloader(dataset, batch_size, shuffle=True)`:
+        a DataLoader over a shuffling DistributedSampler, built for the caller."""
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "prepare_dataloader"):
+            return False
+        shuffle = bind_arguments(node, PLUGIN_LOADER_POSITIONAL).value("shuffle")
+        return shuffle is not None and truthiness(shuffle, self.ctx) is True and "colossalai" in self.ctx.source
+
     def _sampler_keys(self, expr: cst.BaseExpression | None) -> frozenset:
         """("sampler", call) for the DistributedSampler calls `expr` may be."""
         if expr is None:
@@ -219,7 +246,7 @@ class MissingSetEpoch(Rule):
         for value in values:
             if not isinstance(value, cst.Call):
                 continue
-            if is_dataloader(value, self.ctx):
+            if is_dataloader(value, self.ctx) or self._plugin_loader(value):
                 keys.add(("loader", value))
             elif isinstance(value.func, cst.Name):
                 keys.update(("builder", f) for f in self.ctx.values_of(value.func) if isinstance(f, cst.FunctionDef))

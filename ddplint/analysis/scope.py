@@ -366,8 +366,8 @@ class ScopeTracker:
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
-            if item.asname is not None:
-                self._bind_target(item.asname.name, None)
+            if item.asname is not None:  # `with tqdm(loader) as bar:` keeps the call, as an unpacked part does
+                self._bind_part(item.asname.name, item.item)
 
     def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
         self.current.conditional += 1
