@@ -129,7 +129,7 @@ def test_a_store_that_cannot_be_reached_is_a_finding_not_a_hang(tmp_path: Path) 
     [
         (("--shm-gib", "100000"), "RT001", ("< required 100000.0 GiB (--shm-gib)", "/dev/shm free")),
         (("--num-workers", "512"), "RT004", ("512 workers × 1 local rank = 512 >",)),
-        (("--batch-bytes", "64GiB", "--num-workers", "8"), "RT005", ("1 rank × 8 workers × 2 prefetch × 64.0 GiB = 1024.0 GiB pinned > half of the",)),
+        # RT005 budgets pinned memory, which only a GPU rank has: tests/test_doctor_units.py
     ],
 )
 def test_host_limits_are_findings_with_their_numbers(ddplint, args, code, numbers) -> None:
@@ -145,7 +145,6 @@ def test_host_limits_are_findings_with_their_numbers(ddplint, args, code, number
     [
         (("--shm-gib", "0.001"), "RT001"),
         (("--num-workers", "1"), "RT004"),
-        (("--batch-bytes", "1MiB", "--num-workers", "1"), "RT005"),
     ],
 )
 def test_sane_values_pass(ddplint, args, code) -> None:
@@ -223,7 +222,6 @@ def test_github_annotations_have_no_file(ddplint) -> None:
         (("--dataset", "no_such_module:build"), "--dataset: cannot import 'no_such_module': ModuleNotFoundError"),
         (("--step", "doctor_targets:nothing_here"), "--step: module 'doctor_targets' has no attribute 'nothing_here'"),
         (("--only", "DDP001"), "--only: expected a check code or prefix such as RT003"),
-        (("--format", "gitlab"), "--format gitlab: Code Quality reports need file locations"),
         (("--batch-bytes", "lots"), "--batch-bytes: expected a size such as 64MiB"),
         (("--timeout", "0"), "--timeout: expected a positive number"),
     ],

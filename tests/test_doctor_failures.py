@@ -1,0 +1,112 @@
+"""`ddplint doctor` when things go wrong, on real processes (issue 23): a rank
+that cannot join fails loudly and on time whatever the peer does, local ranks
+never import the working directory's modules, a broken torch install says what
+broke, and bad selections or platforms are refused or handled."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from test_doctor import check, doctor, finding, free_port
+
+#: --timeout of the joining tests: a rank must give up within a few times this
+#: (startup of a Python process that imports torch included).
+TIMEOUT = 3
+#: What a joining test may take before it counts as hung (the subprocess is killed).
+HUNG = 60
+
+
+def fake_torch(root: Path, body: str) -> dict[str, str]:
+    """A `torch` package whose import runs `body`, first on PYTHONPATH."""
+    (root / "torch").mkdir(parents=True)
+    (root / "torch" / "__init__.py").write_text(body)
+    return {"PYTHONPATH": str(root)}
+
+
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [
+        # a wheel built for another CUDA: the shared library is missing
+        ("raise OSError('libcudnn.so.9: cannot open shared object file: No such file or directory')\n",
+         "cannot import torch: OSError: libcudnn.so.9: cannot open shared object file"),
+        # torch is there but one of its own dependencies is not
+        ("import sympy_is_not_installed\n",
+         "cannot import torch: ModuleNotFoundError: No module named 'sympy_is_not_installed'"),
+        # a library that does not match the one torch was built against
+        ("raise ImportError('libtorch_cuda.so: undefined symbol: ncclCommWindowRegister')\n",
+         "cannot import torch: ImportError: libtorch_cuda.so: undefined symbol: ncclCommWindowRegister"),
+    ],
+)
+def test_a_broken_torch_install_says_what_failed(tmp_path: Path, body: str, shown: str) -> None:
+    env = fake_torch(tmp_path / "site", body)
+    run = doctor("--nproc-per-node", "1", env=env, cwd=tmp_path, timeout=HUNG)
+    assert run.status == 2
+    assert run.stderr.strip().splitlines() == [run.stderr.strip()], run.stderr
+    assert shown in run.stderr and "pip install 'ddplint[runtime]'" not in run.stderr, run.stderr
+    debug = doctor("--nproc-per-node", "1", "--debug", env=env, cwd=tmp_path, timeout=HUNG)
+    assert debug.status == 2 and "Traceback" in debug.stderr and shown in debug.stderr, debug.stderr
+
+
+def test_without_psutil_doctor_names_it_in_the_install_hint(tmp_path: Path) -> None:
+    code = "import sys; sys.modules['psutil'] = None; from ddplint.cli import main; sys.exit(main(['doctor']))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HUNG, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "ddplint: error: ddplint doctor needs psutil: pip install 'ddplint[runtime]'"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--only", "RT099"), "--only: unknown check 'RT099' (known: RT001, RT002,"),
+        (("--skip", "RT01"), "--skip: unknown check 'RT01' (known: RT001, RT002,"),
+    ],
+)
+def test_an_unknown_check_code_is_a_usage_error(args: tuple[str, ...], message: str) -> None:
+    run = doctor("--nproc-per-node", "1", *args)
+    assert run.status == 2
+    assert run.stdout == ""
+    assert run.stderr.strip().splitlines() == [run.stderr.strip()] and message in run.stderr, run.stderr
+    assert "RT008)" in run.stderr
+
+
+def test_gitlab_is_not_a_doctor_format() -> None:
+    run = doctor("--nproc-per-node", "1", "--format", "gitlab")
+    assert run.status == 2 and run.stdout == ""
+    assert "'gitlab' is not one of 'text', 'json', 'sarif', 'github'" in run.stderr, run.stderr
+    assert "gitlab" not in doctor("--help").stdout
+
+
+def test_pinned_memory_is_skipped_with_a_note_where_nothing_is_pinned() -> None:
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this host pins memory: the budget applies (tests/test_doctor.py)")
+    run = doctor("--nproc-per-node", "1", "--only", "RT005", "--batch-bytes", "64GiB", "--num-workers", "8",
+                 "--format", "json")  # fmt: skip
+    assert run.status == 0, run.stdout
+    [result] = check(run.json(), "RT005")["results"]
+    assert result["status"] == "skip"
+    assert "without CUDA" in result["summary"] and "1024.0 GiB" in result["summary"], result["summary"]
+
+
+def test_the_doctor_imports_without_posix_only_modules() -> None:
+    code = (
+        "import sys; sys.modules['resource'] = None\n"
+        "import ddplint.cli.doctor, ddplint.runtime.session, ddplint.runtime.launch, ddplint.runtime.host\n"
+        "from ddplint.runtime.check import all_checks\n"
+        "from ddplint.runtime.host import memlock_limit\n"
+        "print(len(all_checks()), memlock_limit())\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HUNG)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["8", "None"]
