@@ -25,6 +25,29 @@ TIMEOUT = 3
 HUNG = 60
 
 
+def test_local_ranks_do_not_import_modules_from_the_working_directory(tmp_path: Path) -> None:
+    for name in ("json", "random", "numpy", "typing_extensions"):
+        (tmp_path / f"{name}.py").write_text(
+            f"open({str(tmp_path / ('imported-' + name))!r}, 'w').close()\nraise SystemExit('shadowed {name}')\n"
+        )
+    run = doctor("--nproc-per-node", "2", "--backend", "gloo", "--only", "RT003,RT008", "--format", "json",
+                 cwd=tmp_path)  # fmt: skip
+    assert sorted(p.name for p in tmp_path.glob("imported-*")) == []
+    assert run.status == 0, run.stderr
+    assert check(run.json(), "RT003")["status"] == "pass"
+
+
+def test_a_probe_still_imports_the_users_module_from_the_working_directory(tmp_path: Path) -> None:
+    (tmp_path / "my_data.py").write_text(
+        "import torch\nfrom torch.utils.data import TensorDataset\n\n"
+        "def build():\n    return TensorDataset(torch.zeros(64, 4))\n"
+    )
+    run = doctor("--nproc-per-node", "2", "--backend", "gloo", "--only", "RT006", "--dataset", "my_data:build",
+                 "--num-workers", "1", "--batch-size", "8", "--format", "json", cwd=tmp_path)  # fmt: skip
+    assert run.status in (0, 1), run.stderr
+    assert check(run.json(), "RT006")["status"] != "error"
+
+
 def fake_torch(root: Path, body: str) -> dict[str, str]:
     """A `torch` package whose import runs `body`, first on PYTHONPATH."""
     (root / "torch").mkdir(parents=True)
