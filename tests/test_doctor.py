@@ -89,11 +89,12 @@ def test_under_torchrun_every_rank_checks_and_rank_0_reports(tmp_path: Path) -> 
 def test_every_rank_writes_its_own_report_with_rank_in_the_output_name(tmp_path: Path) -> None:
     run = doctor("--nproc-per-node", "2", "--format", "json", "--output", tmp_path / "doctor-{rank}.json")
     assert run.status == 0, run.stderr
-    assert run.stdout == ""
+    assert run.stdout.splitlines() == [f"ddplint doctor: 2 ranks (gloo): no problems found; report in {tmp_path / 'doctor-0.json'}"]
     merged = json.loads((tmp_path / "doctor-0.json").read_text())
     own = json.loads((tmp_path / "doctor-1.json").read_text())
     assert len(merged["ranks"]) == 2
-    assert [r["rank"] for r in own["ranks"]] == [0]  # rank 1's own results only
+    assert [r["rank"] for r in own["ranks"]] == [1]  # rank 1's own results only, under its own rank
+    assert own["world_size"] == 2  # the launcher's
     assert check(own, "RT001")["status"] == "pass"
 
 
@@ -111,17 +112,6 @@ def test_a_rank_that_never_arrives_is_named_within_the_timeout() -> None:
     assert missing["properties"]["missing_ranks"] == [1]
     assert [(r["rank"], r["reported"]) for r in report["ranks"]] == [(0, True), (1, False)]
     assert elapsed < 5 + 10, elapsed
-
-
-def test_a_store_that_cannot_be_reached_is_a_finding_not_a_hang(tmp_path: Path) -> None:
-    env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
-           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}  # fmt: skip
-    started = time.monotonic()
-    run = doctor("--timeout", "3", "--format", "json", "--output", tmp_path / "r{rank}.json", env=env, timeout=60)
-    assert run.status == 0, run.stderr  # not rank 0: never fails the launcher, the report says it
-    assert time.monotonic() - started < 3 + 10
-    unreachable = finding(json.loads((tmp_path / "r1.json").read_text()), "RT003")
-    assert unreachable["message"].startswith("could not reach the rendezvous store at 127.0.0.1:")
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,101 @@ TIMEOUT = 3
 HUNG = 60
 
 
+@contextmanager
+def peer(kind: str) -> Iterator[int]:
+    """A port on loopback where nothing listens ("nothing"), where a server
+    accepts connections and never answers ("stall"), or where it answers
+    every connection with bytes that are no store's ("junk")."""
+    if kind == "nothing":
+        yield free_port()
+        return
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    server.settimeout(0.1)
+    stop = threading.Event()
+    connections: list[socket.socket] = []
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except (TimeoutError, OSError):
+                continue
+            connections.append(connection)  # kept open: a stalled peer holds the connection
+            if kind == "junk":
+                try:
+                    connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n" * 8)
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(5)
+        for connection in connections:
+            connection.close()
+        server.close()
+
+
+def rank_one(port: int) -> dict[str, str]:
+    """The variables a launcher sets for rank 1 of 2 whose rank 0 is at `port`."""
+    return {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
+            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["nothing", "stall", "junk"])
+def test_a_rank_that_cannot_join_says_so_and_fails_within_the_timeout(tmp_path: Path, kind: str) -> None:
+    with peer(kind) as port:
+        started = time.monotonic()
+        run = doctor("--timeout", TIMEOUT, "--format", "json", "--output", tmp_path / "r{rank}.json",
+                     env=rank_one(port), timeout=HUNG)  # fmt: skip
+        elapsed = time.monotonic() - started
+    assert run.status == 1, (run.stdout, run.stderr)
+    assert elapsed < 3 * TIMEOUT + 3, elapsed  # 3 s for the interpreter and torch to start
+    [verdict] = run.stdout.splitlines()
+    assert verdict.startswith("ddplint doctor: rank 1 of 2 ") and "could not join" in verdict, verdict
+    assert f"127.0.0.1:{port}" in verdict
+    # torch's C++ log is summarised, not dumped
+    assert "frame #" not in run.stderr and len(run.stderr.splitlines()) <= 2, run.stderr
+    report = json.loads((tmp_path / "r1.json").read_text())
+    assert report["world_size"] == 2  # the launcher's, not a fallback
+    assert [row["rank"] for row in report["ranks"]] == [1]
+    unreachable = finding(report, "RT003")
+    assert unreachable["message"].startswith(f"could not reach the rendezvous store at 127.0.0.1:{port}")
+    assert unreachable["properties"]["ranks"] == [1]
+
+
+def test_rank_0_that_cannot_host_the_store_says_why() -> None:
+    with peer("stall") as port:  # another program holds MASTER_PORT
+        env = {**rank_one(port), "RANK": "0", "LOCAL_RANK": "0"}
+        run = doctor("--timeout", TIMEOUT, "--format", "json", env=env, timeout=HUNG)
+    assert run.status == 1, run.stderr
+    message = finding(run.json(), "RT003")["message"]
+    assert message.startswith(f"could not host the rendezvous store at 127.0.0.1:{port}: ") and "EADDRINUSE" in message
+
+
+def test_the_cpp_log_of_a_failed_join_is_shown_whole_with_debug() -> None:
+    with peer("junk") as port:
+        quiet = doctor("--timeout", TIMEOUT, env=rank_one(port), timeout=HUNG)
+        loud = doctor("--timeout", TIMEOUT, "--debug", env=rank_one(port), timeout=HUNG)
+    assert quiet.status == loud.status == 1
+    assert "[c10d]" in quiet.stderr and "--debug" in quiet.stderr  # the summary names its first message
+    assert loud.stderr.count("[c10d]") >= 2 and "Exception raised from" in loud.stderr, loud.stderr
+
+
+def test_a_rank_that_joins_prints_its_verdict_and_leaves_the_report_to_rank_0(tmp_path: Path) -> None:
+    run = doctor("--nproc-per-node", "2", "--backend", "gloo", "--only", "RT003", "--format", "json",
+                 "--output", tmp_path / "report.json")  # fmt: skip
+    assert run.status == 0, run.stderr
+    [verdict] = run.stdout.splitlines()  # rank 0's: its report went to the file
+    assert verdict.startswith("ddplint doctor: 2 ranks") and "report.json" in verdict, verdict
+    assert json.loads((tmp_path / "report.json").read_text())["world_size"] == 2
+
+
 def test_local_ranks_do_not_import_modules_from_the_working_directory(tmp_path: Path) -> None:
     for name in ("json", "random", "numpy", "typing_extensions"):
         (tmp_path / f"{name}.py").write_text(
@@ -99,6 +194,19 @@ def test_an_unknown_check_code_is_a_usage_error(args: tuple[str, ...], message: 
     assert run.stdout == ""
     assert run.stderr.strip().splitlines() == [run.stderr.strip()] and message in run.stderr, run.stderr
     assert "RT008)" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"RANK": "x", "WORLD_SIZE": "2"}, "RANK='x': expected a whole number"),
+        ({"RANK": "2", "WORLD_SIZE": "2"}, "RANK=2 WORLD_SIZE=2: the rank must be below the world size"),
+    ],
+)
+def test_launcher_variables_that_are_no_rank_are_a_usage_error(env: dict[str, str], message: str) -> None:
+    run = doctor("--timeout", TIMEOUT, env=env, timeout=HUNG)
+    assert run.status == 2 and run.stdout == ""
+    assert run.stderr.strip().splitlines() == [run.stderr.strip()] and message in run.stderr, run.stderr
 
 
 def test_gitlab_is_not_a_doctor_format() -> None:

@@ -53,6 +53,10 @@ def run_doctor(request: DoctorRequest) -> int:
     """Validate, then be one rank (under a launcher, or alone) or start the ranks."""
     validate(request)
     try:
+        launched = RankInfo.from_environment()
+    except ValueError as exc:
+        raise DoctorUsageError(str(exc)) from None
+    try:
         import_runtime()
     except RuntimeUnavailable as exc:
         if request.debug and exc.__cause__ is not None:
@@ -64,7 +68,7 @@ def run_doctor(request: DoctorRequest) -> int:
     from ddplint.runtime.launch import default_nproc, spawn_local
     from ddplint.runtime.session import run_rank
 
-    if RankInfo.from_environment() is not None:  # torchrun, or another launcher
+    if launched is not None:  # torchrun, or another launcher
         return run_rank(request)
     nproc = request.options.nproc_per_node or default_nproc()
     if nproc == 1:
