@@ -89,11 +89,12 @@ def test_under_torchrun_every_rank_checks_and_rank_0_reports(tmp_path: Path) -> 
 def test_every_rank_writes_its_own_report_with_rank_in_the_output_name(tmp_path: Path) -> None:
     run = doctor("--nproc-per-node", "2", "--format", "json", "--output", tmp_path / "doctor-{rank}.json")
     assert run.status == 0, run.stderr
-    assert run.stdout == ""
+    assert run.stdout.splitlines() == [f"ddplint doctor: 2 ranks (gloo): no problems found; report in {tmp_path / 'doctor-0.json'}"]
     merged = json.loads((tmp_path / "doctor-0.json").read_text())
     own = json.loads((tmp_path / "doctor-1.json").read_text())
     assert len(merged["ranks"]) == 2
-    assert [r["rank"] for r in own["ranks"]] == [0]  # rank 1's own results only
+    assert [r["rank"] for r in own["ranks"]] == [1]  # rank 1's own results only, under its own rank
+    assert own["world_size"] == 2  # the launcher's
     assert check(own, "RT001")["status"] == "pass"
 
 
@@ -113,23 +114,12 @@ def test_a_rank_that_never_arrives_is_named_within_the_timeout() -> None:
     assert elapsed < 5 + 10, elapsed
 
 
-def test_a_store_that_cannot_be_reached_is_a_finding_not_a_hang(tmp_path: Path) -> None:
-    env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
-           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}  # fmt: skip
-    started = time.monotonic()
-    run = doctor("--timeout", "3", "--format", "json", "--output", tmp_path / "r{rank}.json", env=env, timeout=60)
-    assert run.status == 0, run.stderr  # not rank 0: never fails the launcher, the report says it
-    assert time.monotonic() - started < 3 + 10
-    unreachable = finding(json.loads((tmp_path / "r1.json").read_text()), "RT003")
-    assert unreachable["message"].startswith("could not reach the rendezvous store at 127.0.0.1:")
-
-
 @pytest.mark.parametrize(
     ("args", "code", "numbers"),
     [
         (("--shm-gib", "100000"), "RT001", ("< required 100000.0 GiB (--shm-gib)", "/dev/shm free")),
         (("--num-workers", "512"), "RT004", ("512 workers × 1 local rank = 512 >",)),
-        (("--batch-bytes", "64GiB", "--num-workers", "8"), "RT005", ("1 rank × 8 workers × 2 prefetch × 64.0 GiB = 1024.0 GiB pinned > half of the",)),
+        # RT005 budgets pinned memory, which only a GPU rank has: tests/test_doctor_units.py
     ],
 )
 def test_host_limits_are_findings_with_their_numbers(ddplint, args, code, numbers) -> None:
@@ -145,7 +135,6 @@ def test_host_limits_are_findings_with_their_numbers(ddplint, args, code, number
     [
         (("--shm-gib", "0.001"), "RT001"),
         (("--num-workers", "1"), "RT004"),
-        (("--batch-bytes", "1MiB", "--num-workers", "1"), "RT005"),
     ],
 )
 def test_sane_values_pass(ddplint, args, code) -> None:
@@ -223,7 +212,6 @@ def test_github_annotations_have_no_file(ddplint) -> None:
         (("--dataset", "no_such_module:build"), "--dataset: cannot import 'no_such_module': ModuleNotFoundError"),
         (("--step", "doctor_targets:nothing_here"), "--step: module 'doctor_targets' has no attribute 'nothing_here'"),
         (("--only", "DDP001"), "--only: expected a check code or prefix such as RT003"),
-        (("--format", "gitlab"), "--format gitlab: Code Quality reports need file locations"),
         (("--batch-bytes", "lots"), "--batch-bytes: expected a size such as 64MiB"),
         (("--timeout", "0"), "--timeout: expected a positive number"),
     ],

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ddplint.runtime.context import DoctorOptions, DoctorRequest
+from ddplint.runtime.check import Status
+from ddplint.runtime.checks.rt005_pinned_memory_budget import PinnedMemoryBudget
+from ddplint.runtime.context import DoctorOptions, DoctorRequest, RankContext, RankInfo
 from ddplint.runtime.probes.curve import Curve, running_peak
 from ddplint.runtime.report import compact_ranks
 from ddplint.sizes import parse_size
@@ -56,3 +58,24 @@ def test_request_round_trips_to_the_ranks() -> None:
     assert request.output_for(0) == "out-0.sarif" and request.output_for(3) == "out-3.sarif"
     plain = DoctorRequest(output="report.json")
     assert plain.output_for(0) == "report.json" and plain.output_for(1) is None and not plain.writes(1)
+
+
+@pytest.mark.parametrize(
+    ("batch_bytes", "workers", "status", "numbers"),
+    [
+        (64 * 2**30, 8, Status.FAIL, "1 rank × 8 workers × 2 prefetch × 64.0 GiB = 1024.0 GiB pinned > half of the"),
+        # 32 KiB per rank: below Docker's default RLIMIT_MEMLOCK of 64 KiB too
+        (16 * 2**10, 1, Status.PASS, "1 rank × 1 worker × 2 prefetch × 16 KiB = 32 KiB pinned ≤ half of the"),
+    ],
+)
+def test_pinned_memory_budget_of_a_gpu_rank(batch_bytes: int, workers: int, status: Status, numbers: str) -> None:
+    options = DoctorOptions(batch_bytes=batch_bytes, num_workers=workers)
+    result = PinnedMemoryBudget().run(RankContext(options, RankInfo.single(), "nccl", "cuda:0"))
+    assert result.status is status and result.summary.startswith(numbers), result.summary
+    assert result.measured["pinned_bytes"] == batch_bytes * workers * 2
+
+
+def test_a_cpu_rank_pins_nothing_and_the_budget_is_skipped() -> None:
+    options = DoctorOptions(batch_bytes=64 * 2**30, num_workers=8)
+    result = PinnedMemoryBudget().run(RankContext(options, RankInfo.single(), "gloo", "cpu"))
+    assert result.status is Status.SKIP and result.summary.startswith("without CUDA nothing is pinned (1 rank × 8 workers × 2 prefetch × 64.0 GiB = 1024.0 GiB pinned on a GPU host")

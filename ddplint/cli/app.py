@@ -7,6 +7,7 @@ Errors are one line on standard error; a traceback only with ``--debug``.
 
 from __future__ import annotations
 
+import enum
 import os
 import sys
 from pathlib import Path
@@ -40,6 +41,16 @@ def _exit_with(run: Callable[[], int], usage_error: type[Exception], debug: bool
             raise
         raise _fail(f"internal error: {type(exc).__name__}: {exc} (run with --debug for details)") from None
     raise typer.Exit(status)
+
+
+class DoctorFormat(str, enum.Enum):
+    """`ddplint doctor --format`: the linter's formats but gitlab, whose Code
+    Quality entries need a file and line that a preflight has none of."""
+
+    TEXT = OutputFormat.TEXT.value
+    JSON = OutputFormat.JSON.value
+    SARIF = OutputFormat.SARIF.value
+    GITHUB = OutputFormat.GITHUB.value
 
 
 def _fail(message: str) -> typer.Exit:
@@ -191,8 +202,8 @@ def doctor(
     only: Annotated[Optional[List[str]], typer.Option(help="Only these checks (codes/prefixes, comma-separated).")] = None,
     skip: Annotated[Optional[List[str]], typer.Option(help="Skip these checks.")] = None,
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", "--output-format", help="Output format.", case_sensitive=False)
-    ] = OutputFormat.TEXT,
+        DoctorFormat, typer.Option("--format", "--output-format", help="Output format.", case_sensitive=False)
+    ] = DoctorFormat.TEXT,
     output: Annotated[
         Optional[str], typer.Option("--output", "-o", help="Write the report to FILE ({rank} in it: every rank writes).")
     ] = None,

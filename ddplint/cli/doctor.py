@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import replace
 
 from ddplint.reporters import OutputFormat
-from ddplint.runtime import TORCH_HINT, import_torch
+from ddplint.runtime import RuntimeUnavailable, import_runtime
+from ddplint.runtime.check import all_checks
 from ddplint.runtime.context import DoctorRequest, RankInfo
 from ddplint.runtime.probes.loader import ProbeError, check_reference
 
@@ -20,12 +22,15 @@ class DoctorUsageError(Exception):
 def validate(request: DoctorRequest) -> None:
     """Refuse bad options before any rank starts."""
     options = request.options
-    if request.output_format == OutputFormat.GITLAB.value:
+    if request.output_format == OutputFormat.GITLAB.value:  # not offered by the CLI; the request API
         raise DoctorUsageError("--format gitlab: Code Quality reports need file locations; use json or sarif")
+    known = [check.code for check in all_checks()]
     for option, selectors in (("--only", options.only), ("--skip", options.skip)):
         for selector in selectors:
             if not _CHECK_SELECTOR.match(selector):
                 raise DoctorUsageError(f"{option}: expected a check code or prefix such as RT003, got {selector!r}")
+            if not any(code.startswith(selector) for code in known):  # would select nothing, and pass
+                raise DoctorUsageError(f"{option}: unknown check {selector!r} (known: {', '.join(known)})")
     for option, value in (("--timeout", options.timeout), ("--prefetch-factor", options.prefetch_factor),
                           ("--batch-size", options.batch_size), ("--steps", options.steps)):  # fmt: skip
         if value <= 0:
@@ -48,14 +53,22 @@ def run_doctor(request: DoctorRequest) -> int:
     """Validate, then be one rank (under a launcher, or alone) or start the ranks."""
     validate(request)
     try:
-        import_torch()
-        import psutil  # noqa: F401 - the memory checks need it
-    except ImportError:
-        raise DoctorUsageError(TORCH_HINT) from None
+        launched = RankInfo.from_environment()
+    except ValueError as exc:
+        raise DoctorUsageError(str(exc)) from None
+    try:
+        import_runtime()
+    except RuntimeUnavailable as exc:
+        if request.debug and exc.__cause__ is not None:
+            import traceback
+
+            traceback.print_exception(type(exc.__cause__), exc.__cause__, exc.__cause__.__traceback__)
+            sys.stderr.flush()
+        raise DoctorUsageError(str(exc)) from None
     from ddplint.runtime.launch import default_nproc, spawn_local
     from ddplint.runtime.session import run_rank
 
-    if RankInfo.from_environment() is not None:  # torchrun, or another launcher
+    if launched is not None:  # torchrun, or another launcher
         return run_rank(request)
     nproc = request.options.nproc_per_node or default_nproc()
     if nproc == 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -98,13 +99,21 @@ class RankInfo:
 
     @classmethod
     def from_environment(cls) -> RankInfo | None:
-        """From torchrun's (or a launcher's) variables; None when not launched."""
+        """From torchrun's (or a launcher's) variables; None when not launched.
+
+        Raises `ValueError` (one line, naming the variable) when they are not
+        a rank in a world: reports carry the launcher's values, never a guess.
+        """
         env = os.environ
         if "RANK" not in env or "WORLD_SIZE" not in env:
             return None
-        rank, world = int(env["RANK"]), int(env["WORLD_SIZE"])
-        local_rank = int(env.get("LOCAL_RANK", rank))
-        local_world = int(env.get("LOCAL_WORLD_SIZE", world))
+        rank, world = _whole_number(env, "RANK", None), _whole_number(env, "WORLD_SIZE", None)
+        local_rank = _whole_number(env, "LOCAL_RANK", rank)
+        local_world = _whole_number(env, "LOCAL_WORLD_SIZE", world)
+        if world < 1 or rank >= world:
+            raise ValueError(f"RANK={rank} WORLD_SIZE={world}: the rank must be below the world size")
+        if local_rank >= local_world:
+            raise ValueError(f"LOCAL_RANK={local_rank} LOCAL_WORLD_SIZE={local_world}: the local rank must be below it")
         return cls(rank, world, local_rank, local_world)
 
     def to_json(self) -> dict[str, Any]:
@@ -114,6 +123,19 @@ class RankInfo:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RankInfo:
         return cls(data["rank"], data["world_size"], data["local_rank"], data["local_world_size"], data["hostname"])
+
+
+def _whole_number(env: Mapping[str, str], name: str, default: int | None) -> int:
+    """The launcher's variable `name` as an integer >= 0 (`default` when unset)."""
+    if name not in env and default is not None:
+        return default
+    try:
+        value = int(env[name])
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ValueError(f"{name}={env[name]!r}: expected a whole number (set by the launcher)")
+    return value
 
 
 @dataclass

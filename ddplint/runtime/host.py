@@ -4,7 +4,6 @@ taking cgroup (container) limits into account where present."""
 from __future__ import annotations
 
 import os
-import resource
 import shutil
 from pathlib import Path
 
@@ -58,7 +57,11 @@ def memory_available() -> int:
 
 
 def memlock_limit() -> int | None:
-    """RLIMIT_MEMLOCK in bytes (None: unlimited)."""
+    """RLIMIT_MEMLOCK in bytes (None: unlimited, or a platform without it)."""
+    try:
+        import resource  # POSIX only: imported here so that the doctor runs on Windows
+    except ImportError:
+        return None
     soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     return None if soft == resource.RLIM_INFINITY else soft
 

@@ -2,12 +2,17 @@
 one command self-tests a node (`--nproc-per-node`, default: the visible GPUs,
 or 2 on CPU).
 
-Each rank is ``python -m ddplint.runtime.rank`` with torchrun's variables set
-(a free port on 127.0.0.1 for the store) and the request in
-``DDPLINT_DOCTOR_REQUEST``. Rank 0 writes the report to this process's
-standard output; the others' output is shown only if they fail. Ranks bound
-their own waits by ``--timeout``; this process also kills them if they
-outlive a generous limit, so the command can never hang.
+Each rank is a Python process running `ddplint.runtime.rank` with torchrun's
+variables set (a free port on 127.0.0.1 for the store) and the request in
+``DDPLINT_DOCTOR_REQUEST``. It runs in the working directory (the user's
+relative paths) but without it on ``sys.path``: ``python -m`` would put it
+first, and a ``json.py`` or ``numpy.py`` there would be imported and run by
+torch and ddplint themselves. Only a probe asks for the user's module, and
+it adds the directory itself (`ddplint.runtime.probes.loader.resolve`).
+Rank 0 writes the report to this process's standard output; the others'
+output is shown only if they fail. Ranks bound their own waits by
+``--timeout``; this process also kills them if they outlive a generous
+limit, so the command can never hang.
 """
 
 from __future__ import annotations
@@ -24,6 +29,16 @@ from ddplint.runtime.context import REQUEST_VARIABLE, DoctorRequest
 #: Ranks are killed after this many times --timeout (plus the probes' time).
 _OVERALL_TIMEOUTS = 6
 _POLL_SECONDS = 0.1
+#: A rank's program: ``-c`` puts the working directory first on sys.path (as
+#: ``-m`` does) unless -P/PYTHONSAFEPATH already kept it off; drop it before
+#: anything is imported from there.
+_RANK_PROGRAM = (
+    "import sys\n"
+    "if not getattr(sys.flags, 'safe_path', False):\n"
+    "    del sys.path[0]\n"
+    "from ddplint.runtime.rank import main\n"
+    "main()\n"
+)
 
 
 def default_nproc() -> int:
@@ -55,9 +70,9 @@ def spawn_local(request: DoctorRequest, nproc: int) -> int:
     logs = [tempfile.TemporaryFile() for _ in range(nproc)]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "ddplint.runtime.rank"],
+            [sys.executable, "-c", _RANK_PROGRAM],
             env=_environment(request, rank, nproc, port),
-            stdout=None if rank == 0 else subprocess.DEVNULL,
+            stdout=None if rank == 0 else logs[rank],  # its verdict, shown if it fails
             stderr=None if rank == 0 else logs[rank],
             cwd=request.options.cwd,
         )

@@ -9,6 +9,12 @@ from ddplint.runtime import import_torch
 from ddplint.runtime.context import REQUEST_VARIABLE, DoctorRequest
 from ddplint.runtime.session import run_rank
 
-if __name__ == "__main__":
+
+def main() -> None:
+    """Run the rank the launcher's variables describe; exits with its status."""
     import_torch()
     raise SystemExit(run_rank(DoctorRequest.from_json(os.environ[REQUEST_VARIABLE])))
+
+
+if __name__ == "__main__":
+    main()

@@ -40,16 +40,22 @@ def _line(outcome: CheckOutcome, report: DoctorReport, color: bool) -> list[str]
         return [f"  {head} {outcome.groups[0][0].summary}"]
     lines = [f"  {head} differs between ranks:"]
     for result, ranks in outcome.groups:
-        hosts = ", ".join(sorted({report.rows[r].hostname for r in ranks}))
+        hosts = ", ".join(sorted({report.hostname(r) for r in ranks}))
         noun = "rank" if len(ranks) == 1 else "ranks"
         lines.append(f"      {marks[result.status]} {noun} {compact_ranks(ranks)} ({hosts}): {result.summary}")
     return lines
 
 
+def _who(report: DoctorReport) -> str:
+    """``2 ranks``; a rank's own report of a larger job: ``rank 1 of 2``."""
+    if len(report.rows) == 1 and report.world_size > 1:
+        return f"rank {report.rows[0].rank} of {report.world_size}"
+    return f"{report.world_size} rank{'' if report.world_size == 1 else 's'}"
+
+
 def render_text(report: DoctorReport, color: bool = False) -> str:
     hosts = sorted({row.hostname for row in report.rows if row.reported})
-    noun = "rank" if report.world_size == 1 else "ranks"
-    lines = [f"ddplint doctor: {report.world_size} {noun} on {', '.join(hosts) or '?'} ({report.backend})", ""]
+    lines = [f"ddplint doctor: {_who(report)} on {', '.join(hosts) or '?'} ({report.backend})", ""]
     for outcome in report.outcomes:
         lines.extend(_line(outcome, report, color))
     lines += ["", "  rank  local  host                      device"]

@@ -57,23 +57,36 @@ class DoctorReport:
     environment: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, payloads: list[dict[str, Any] | None], probes: list[CheckResult], backend: str) -> DoctorReport:
-        """From the gathered per-rank payloads (None: that rank sent nothing) and rank 0's probes."""
+    def build(
+        cls, payloads: list[dict[str, Any] | None], probes: list[CheckResult], backend: str,
+        world_size: int | None = None,
+    ) -> DoctorReport:  # fmt: skip
+        """From the gathered per-rank payloads (None: that rank sent nothing) and rank 0's probes.
+
+        Rank 0's report has a payload (or None) per rank, in rank order; a
+        rank's own report has its payload only, with the job's `world_size`
+        and its rank as the launcher gave them.
+        """
         rows, by_code = [], defaultdict(list)
-        for rank, payload in enumerate(payloads):
+        for index, payload in enumerate(payloads):
             if payload is None:
-                rows.append(RankRow(rank))
+                rows.append(RankRow(index))
                 continue
             info = RankInfo.from_json(payload["info"])
-            rows.append(RankRow(rank, info.hostname, info.local_rank, payload["device"], reported=True))
+            rows.append(RankRow(info.rank, info.hostname, info.local_rank, payload["device"], reported=True))
             for data in payload["results"]:
-                by_code[data["code"]].append((rank, CheckResult.from_json(data)))
+                by_code[data["code"]].append((info.rank, CheckResult.from_json(data)))
         for result in probes:
             by_code[result.code].append((0, result))
         checks = {c.code: c for c in all_checks()}
         outcomes = [CheckOutcome(checks[code], _group(by_code[code])) for code in sorted(by_code)]
-        environment = next((r.measured for rank, r in by_code.get("RT008", []) if rank == 0), {})
-        return cls(len(payloads), backend, rows, outcomes, environment)
+        records = sorted(by_code.get("RT008", []), key=lambda item: item[0])  # the lowest rank's record
+        environment = records[0][1].measured if records else {}
+        return cls(world_size or len(payloads), backend, rows, outcomes, environment)
+
+    def hostname(self, rank: int) -> str:
+        """The host `rank` reported from ("?" when it did not report)."""
+        return next((row.hostname for row in self.rows if row.rank == rank), "?")
 
     def findings(self) -> list[Finding]:
         """One finding per check and distinct failure (or note), naming the ranks."""
@@ -103,7 +116,7 @@ class DoctorReport:
         """`` (ranks 0-3 on host-a)`` for a job of several ranks, else nothing."""
         if self.world_size == 1:
             return ""
-        hosts = sorted({self.rows[r].hostname for r in ranks if r < len(self.rows)})
+        hosts = sorted({self.hostname(r) for r in ranks})
         if len(ranks) == self.world_size:
             return f" (all {self.world_size} ranks)"
         noun = "rank" if len(ranks) == 1 else "ranks"

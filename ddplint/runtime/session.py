@@ -14,10 +14,12 @@ from ddplint.runtime.check import Check, CheckResult, Status, all_checks
 from ddplint.runtime.context import DoctorRequest, RankContext, RankInfo, bind_device
 from ddplint.runtime.deadline import abandoned, call_with_timeout
 from ddplint.runtime.exchange import gather_results
+from ddplint.runtime.native_log import NativeLog, summarise
 from ddplint.runtime.probes.loader import ProbeError, resolve
+from ddplint.runtime.render import render
 from ddplint.runtime.rendezvous import Rendezvous
 from ddplint.runtime.report import DoctorReport
-from ddplint.runtime.render import render
+from ddplint.runtime.verdict import verdict
 
 
 def _device(local_rank: int) -> str:
@@ -67,10 +69,13 @@ def _teardown(timeout: float) -> None:
 
 
 def run_rank(request: DoctorRequest) -> int:
-    """This process's rank of the doctor; returns its exit status."""
+    """This process's rank of the doctor; returns its exit status.
+
+    torch's C++ log is captured while the rank runs and shown as one line at
+    the end (whole with ``--debug``), after the rank's report or verdict.
+    """
     import torch
 
-    options = request.options
     info = RankInfo.from_environment() or RankInfo.single()
     try:
         factories = _factories(request) if info.rank == 0 else {}
@@ -81,27 +86,66 @@ def run_rank(request: DoctorRequest) -> int:
 
             traceback.print_exception(type(exc.__cause__), exc.__cause__, exc.__cause__.__traceback__)
         return 2
+    native = NativeLog().start()
+    try:
+        status = _check_and_report(request, info, factories, torch.cuda.is_available())
+    finally:
+        # a thread stuck in C++ may log until os._exit: fd 2 stays captured then
+        _show_native_log(native.stop(restore=not abandoned.is_set()), info, request.debug)
+    if abandoned.is_set():  # a step hung in C++: the interpreter could not exit cleanly
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    return status
+
+
+def _check_and_report(request: DoctorRequest, info: RankInfo, factories: dict[str, Any], cuda: bool) -> int:
+    options = request.options
     device = _device(info.local_rank)
     bind_device(device)
-    backend = options.resolved_backend(torch.cuda.is_available())
+    backend = options.resolved_backend(cuda)
     ctx = RankContext(options, info, backend, device, factories=factories)
     ctx.rendezvous = Rendezvous.join(info, options.timeout)
     selected = [c for c in all_checks() if options.wants(c.code)]
     results = [_run_check(c, ctx, request.debug) for c in selected if c.per_rank]
     payload = {"info": info.to_json(), "device": device, "results": [r.to_json() for r in results]}
     gathered = gather_results(ctx, payload)
-    status = 0
+    output = request.output_for(info.rank)
     if info.rank == 0:
         probes = [_run_check(c, ctx, request.debug) for c in selected if not c.per_rank]
-        status = _report(request, DoctorReport.build(gathered or [payload], probes, backend), request.output_for(0))
-    elif request.writes(info.rank):  # its own report; exit 0, or torchrun would stop rank 0 mid-report
-        _report(request, DoctorReport.build([payload], [], backend), request.output_for(info.rank))
+        report = DoctorReport.build(gathered or [payload], probes, backend, info.world_size)
+        status = _report(request, report, output)
+    else:
+        report = DoctorReport.build([payload], [], backend, info.world_size)
+        if request.writes(info.rank):
+            _report(request, report, output)
+        # A rank that joined exits 0 whatever it found: rank 0 reports the job,
+        # and torchrun stops every rank as soon as one fails, rank 0 mid-report.
+        # A rank that could not join has nobody to report it but itself.
+        status = 1 if ctx.rendezvous.error and not request.exit_zero else 0
+    if info.rank != 0 or output is not None:  # rank 0's report on stdout says it all
+        _say(verdict(report, info, ctx.rendezvous, output), request, info.rank)
     _teardown(options.timeout)
-    if abandoned.is_set():  # a step hung in C++: the interpreter could not exit cleanly
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(status)
     return status
+
+
+def _say(line: str, request: DoctorRequest, rank: int) -> None:
+    """A verdict on stdout, unless rank 0's JSON/SARIF report is there (one
+    stream under torchrun): then on stderr, to keep that report parseable."""
+    machine_report_on_stdout = rank != 0 and request.output is None and request.output_format != OutputFormat.TEXT.value
+    stream = sys.stderr if machine_report_on_stdout else sys.stdout
+    print(line, file=stream, flush=True)
+
+
+def _show_native_log(text: str, info: RankInfo, debug: bool) -> None:
+    if not text.strip():
+        return
+    if debug:
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+    else:
+        rank = f"rank {info.rank}: " if info.world_size > 1 else ""
+        print(f"ddplint: {rank}{summarise(text)}", file=sys.stderr)
+    sys.stderr.flush()
 
 
 def _report(request: DoctorRequest, report: DoctorReport, output: str | None) -> int:

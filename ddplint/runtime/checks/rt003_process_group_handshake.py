@@ -23,7 +23,9 @@ class ProcessGroupHandshake(Check):
     are named), then `init_process_group` with the backend (NCCL on GPU,
     gloo on CPU), an `all_reduce` of every rank's id checked against
     `n(n-1)/2`, and a barrier (`monitored_barrier` on gloo), each with the
-    timeout.
+    timeout. A rank that cannot reach the store within `--timeout` says
+    why (nothing listens there, nothing answers, or something that is not a
+    store does), prints its verdict and exits 1, whatever the peer does.
 
     ## Why is this bad?
 

@@ -20,8 +20,9 @@ class PinnedMemoryBudget(Check):
     num_workers × prefetch_factor × batch_bytes`, and checks it against half
     the memory available (the host's, capped by a cgroup limit). On a GPU
     host it also checks each rank's share against `RLIMIT_MEMLOCK`
-    (`ulimit -l`) when that is finite; without CUDA nothing is pinned, so the
-    limit is only recorded. Without the two options the check is skipped.
+    (`ulimit -l`) when that is finite. On a rank without a GPU nothing is
+    pinned (`pin_memory` needs one), so the check is skipped with a note that
+    still shows the figures. Without the two options the check is skipped.
 
     ## Why is this bad?
 
@@ -68,6 +69,11 @@ class PinnedMemoryBudget(Check):
             f"× {gib(options.batch_bytes)} = {gib(pinned)} pinned"
         )
         measured = {"pinned_bytes": pinned, "available_bytes": available, "memlock_bytes": limit}
+        if ctx.device == "cpu":  # DataLoader(pin_memory=True) pins nothing without an accelerator
+            return self.result(
+                Status.SKIP, f"without CUDA nothing is pinned ({formula} on a GPU host, of {gib(available)} available)",
+                **measured,
+            )  # fmt: skip
         if pinned > MAX_SHARE * available:
             return self.result(Status.FAIL, f"{formula} > half of the {gib(available)} available", **measured)
         per_rank = options.batch_bytes * options.prefetch_factor * options.num_workers
