@@ -86,6 +86,8 @@ def fit_trend(positions: list[float], values: list[float], warmup: float = WARMU
     """The Theil–Sen trend of `values` over `positions` after the first `warmup`
     share of the points; None with fewer than `MIN_POINTS` points left."""
     start = math.ceil(len(values) * warmup)
+    if len(values) - start < MIN_POINTS:
+        return None
     xs, ys = _binned(list(positions[start:]), list(values[start:]), MAX_POINTS)
     if len(xs) < MIN_POINTS:
         return None
@@ -95,7 +97,7 @@ def fit_trend(positions: list[float], values: list[float], warmup: float = WARMU
     slope = median(slopes)
     lower, upper = _sen_bounds(slopes, ys)
     intercept = median(y - slope * x for x, y in zip(xs, ys))
-    return Trend(slope, lower, upper, intercept, xs[0], xs[-1], len(xs))
+    return Trend(slope, lower, upper, intercept, positions[start], positions[-1], len(xs))
 
 
 def _sen_bounds(slopes: list[float], values: list[float]) -> tuple[float, float]:
