@@ -93,7 +93,8 @@ def run_rank(request: DoctorRequest) -> int:
     status = 0
     if info.rank == 0:
         probes = [_run_check(c, ctx, request.debug) for c in selected if not c.per_rank]
-        status = _report(request, DoctorReport.build(gathered or [payload], probes, backend), request.output_for(0))
+        report = DoctorReport.build(gathered or [payload], probes, backend)
+        status = _report(request, report, request.output_for(0), html=request.html)
     elif request.writes(info.rank):  # its own report; exit 0, or torchrun would stop rank 0 mid-report
         _report(request, DoctorReport.build([payload], [], backend), request.output_for(info.rank))
     _teardown(options.timeout)
@@ -104,10 +105,14 @@ def run_rank(request: DoctorRequest) -> int:
     return status
 
 
-def _report(request: DoctorRequest, report: DoctorReport, output: str | None) -> int:
+def _report(request: DoctorRequest, report: DoctorReport, output: str | None, html: str | None = None) -> int:
     fmt = OutputFormat(request.output_format)
     options = RenderOptions(cwd=request.options.cwd, color=request.color and output is None)
     _write(render(report, fmt, options), output)
+    if html is not None:
+        from ddplint.runtime.html import render_html
+
+        _write(render_html(report), html)
     for error in report.errors():
         print(f"ddplint: error: {error}", file=sys.stderr)
     return report.exit_status(Severity.parse(request.fail_on), request.exit_zero)
