@@ -52,7 +52,8 @@ class WorkerMemoryGrowth(Check):
 
     ```sh
     ddplint doctor --dataset mypkg.data:build_train_dataset --num-workers 8
-    # RT006: 8 workers grow 0.260 MiB per 1k samples (at least 0.250 at 95 %), 2.3 GiB per epoch on this node
+    # RT006: 8 workers grow 0.260 MiB per 1k samples (at least 0.250 at 95 %) over 40,000 samples,
+    #        2.3 GiB per epoch on this node (8 ranks)
     ```
 
     ## Use instead

@@ -52,7 +52,9 @@ class MemoryPlateau(Check):
 
     ```sh
     ddplint doctor --step mypkg.train:make_step --batch-size 64 --steps 200
-    # RT007: peak still grew 96.0 MiB over the last 67 of 200 steps: 512 → 560 → 610 → 655 → 704 MiB
+    # RT007: resident set size keeps growing: 30.16 MiB per 1k steps (at least 28.21 at 95 %)
+    #        over steps 51-200 (after 50 warm-up), 2.9 GiB over 100k steps: 293.4 → 295.4 → 297.6 MiB
+    #        ▁▃▃▃▃▃▄▄▄▄▄▄▄▄▄▅▅▅▅▅▆▇▇▇▇▇▇▇▇███ 293.4 → 297.6 MiB over 200 steps
     ```
 
     ## Use instead
@@ -71,7 +73,7 @@ class MemoryPlateau(Check):
     code = "RT007"
     name = "memory-plateau"
     severity = Severity.WARNING
-    summary = "Peak memory of the training step has not plateaued after N steps."
+    summary = "Memory of the training step keeps growing after its warm-up instead of reaching a plateau."
     tags = ("memory", "probe")
     per_rank = False
 
