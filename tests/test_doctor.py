@@ -296,3 +296,38 @@ def test_check_still_works_without_torch(tmp_path: Path) -> None:
     code = "import sys; sys.modules['torch'] = None; from ddplint.cli import main; sys.exit(main(['check', '.']))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 1 and "DDP001" in proc.stdout, proc.stderr
+
+
+def test_the_progress_bar_counts_the_probes_budget_not_an_epoch() -> None:
+    # On a terminal the RT006 bar used to count the epoch (1M samples here): its
+    # estimate said hours for a probe that stops after --timeout seconds.
+    import pty
+    import threading
+
+    main, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        [console_script(), "doctor", "--nproc-per-node", "1", "--only", "RT006", "--dataset",
+         "doctor_targets:slow_dataset", "--num-workers", "2", "--timeout", "4"],
+        cwd=PROBES, stdout=subprocess.PIPE, stderr=terminal, env={**os.environ, "COLUMNS": "160"},
+    )  # fmt: skip
+    os.close(terminal)
+    shown = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # the terminal closed with the process
+                return
+            if not chunk:
+                return
+            shown.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    proc.communicate(timeout=HARD_KILL)
+    reader.join(timeout=5)
+    os.close(main)
+    text = shown.decode("utf-8", "replace")
+    assert "RT006 worker memory" in text and "of 1,000,000 samples" in text, text[-2000:]
+    assert "/4 s budget" in text, text[-2000:]
