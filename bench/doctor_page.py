@@ -61,8 +61,8 @@ def render(page: Path, screenshot: Path, width: int = 1100, height: int = 1500, 
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             common.append("--no-sandbox")  # Chromium refuses to run its sandbox as root
         url = page.resolve().as_uri()
-        dumped = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True, timeout=timeout)
-        shot = subprocess.run([*common, f"--screenshot={screenshot}", url], capture_output=True, text=True, timeout=timeout)
+        dumped = subprocess.run([*common, "--dump-dom", url], check=False, capture_output=True, text=True, timeout=timeout)
+        shot = subprocess.run([*common, f"--screenshot={screenshot}", url], check=False, capture_output=True, text=True, timeout=timeout)
     if not screenshot.exists():
         raise RuntimeError(f"chromium wrote no screenshot: {shot.stderr[-2000:]}")
     return Rendered(dumped.stdout, dumped.stderr + shot.stderr, screenshot)
@@ -140,7 +140,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     page, png = args.out.resolve() / "report.html", args.out.resolve() / "report.png"
     ddplint = shutil.which("ddplint", path=os.path.dirname(sys.executable)) or "ddplint"
-    run = subprocess.run([ddplint, "doctor", *PROBE_ARGS, "--html", str(page)], cwd=PROBES, capture_output=True, text=True)
+    run = subprocess.run([ddplint, "doctor", *PROBE_ARGS, "--html", str(page)], check=False, cwd=PROBES, capture_output=True, text=True)
     print(run.stdout, end="")
     if not page.exists():
         print(f"no page written (exit {run.returncode}): {run.stderr}", file=sys.stderr)

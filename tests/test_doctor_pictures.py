@@ -9,14 +9,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 from test_doctor import doctor
 
 sys.path.insert(0, str(REPO / "bench"))
-import doctor_page  # noqa: E402 - bench/ holds the browser helpers, shared with the bench script
+import doctor_page  # bench/ holds the browser helpers, shared with the bench script
 
-from ddplint.runtime.charts import BLOCKS, sparkline  # noqa: E402
+from ddplint.runtime.charts import BLOCKS, sparkline
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from html import escape
+from itertools import pairwise
 from typing import Any
 
 BLOCKS = "▁▂▃▄▅▆▇█"
@@ -51,7 +52,7 @@ def sparkline(values: list[float], width: int = 32, blocks: str = BLOCKS) -> str
         return ""
     if len(values) > width:
         bounds = [round(i * len(values) / width) for i in range(width + 1)]
-        values = [sum(values[a:b]) / (b - a) for a, b in zip(bounds, bounds[1:]) if b > a]
+        values = [sum(values[a:b]) / (b - a) for a, b in pairwise(bounds) if b > a]
     low, high = min(values), max(values)
     if high - low < 1e-9:
         return blocks[0] * len(values)
@@ -85,8 +86,8 @@ def svg_chart(picture: Picture, title: str) -> str:
         return _HEIGHT - _BOTTOM - (y - y0) / (y1 - y0) * (_HEIGHT - _TOP - _BOTTOM)
 
     parts = [
-        f'<svg class="chart" viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" aria-label="{escape(title)}" '
-        f'xmlns="http://www.w3.org/2000/svg">',
+        (f'<svg class="chart" viewBox="0 0 {_WIDTH} {_HEIGHT}" role="img" aria-label="{escape(title)}" '
+         'xmlns="http://www.w3.org/2000/svg">'),
         f"<title>{escape(title)}</title>",
     ]
     if picture.trend and picture.trend.get("first", x0) > x0:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
+from itertools import pairwise
 from statistics import median
 
 #: The first part of the window is warm-up (optimizer state, allocator
@@ -129,5 +130,5 @@ def _binned(xs: list[float], ys: list[float], limit: int) -> tuple[list[float], 
     if len(xs) <= limit:
         return xs, ys
     bounds = [round(i * len(xs) / limit) for i in range(limit + 1)]
-    pairs = [(median(xs[a:b]), median(ys[a:b])) for a, b in zip(bounds, bounds[1:]) if b > a]
+    pairs = [(median(xs[a:b]), median(ys[a:b])) for a, b in pairwise(bounds) if b > a]
     return [x for x, _ in pairs], [y for _, y in pairs]
