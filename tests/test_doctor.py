@@ -168,17 +168,47 @@ def test_worker_memory_growth_probe(factory: str, flagged: bool) -> None:
         assert result["status"] == "pass" and measured["growth_bytes"] < 4 * 2**20
 
 
-@pytest.mark.parametrize(("factory", "flagged"), [("leaking_step", True), ("clean_step", False)])
+@pytest.mark.parametrize(
+    ("factory", "flagged"), [("leaking_step", True), ("loss_appending_step", True), ("clean_step", False)]
+)
 def test_memory_plateau_probe(factory: str, flagged: bool) -> None:
+    # loss_appending_step keeps each loss with its graph: a few KiB a step, which a
+    # threshold on the last third of 100 steps called "flat" (issue 23).
     run = doctor("--nproc-per-node", "1", "--only", "RT007", "--step", f"doctor_targets:{factory}",
-                 "--steps", "60", "--batch-size", "16", "--format", "json", cwd=PROBES)  # fmt: skip
+                 "--steps", "100", "--batch-size", "64", "--format", "json", cwd=PROBES)  # fmt: skip
     assert run.status == (1 if flagged else 0), run.stderr
     result = check(run.json(), "RT007")["results"][0]
-    assert result["measured"]["steps"] == 60 and result["measured"]["measure"] == "resident set size"
-    assert len(result["measured"]["curve_mib"]) >= 5
+    measured = result["measured"]
+    assert measured["steps"] == 100 and measured["measure"] == "resident set size"
+    assert len(measured["curve_mib"]) >= 50 and measured["warmup_steps"] == 25
     assert result["status"] == ("fail" if flagged else "pass"), result["summary"]
+    assert measured["lower_mib_per_1k_steps"] <= measured["mib_per_1k_steps"] <= measured["upper_mib_per_1k_steps"]
     if flagged:
-        assert result["measured"]["last_third_growth_bytes"] > 20 * 2**20
+        assert measured["lower_mib_per_1k_steps"] > measured["floor_mib_per_1k_steps"] == 1.0
+        assert "keeps growing" in result["summary"] and "MiB per 1k steps (at least" in result["summary"]
+    else:
+        assert measured["upper_mib_per_1k_steps"] <= 1.0 and "flat" in result["summary"]
+
+
+def test_a_slow_dataset_is_measured_within_the_budget() -> None:
+    # 1 ms a sample: nowhere near an epoch in 8 s. Memory used to be sampled only every
+    # 1/40 of the epoch, so the probe ended "too few to measure".
+    run = doctor("--nproc-per-node", "1", "--only", "RT006", "--dataset", "doctor_targets:slow_dataset",
+                 "--num-workers", "2", "--timeout", "8", "--format", "json", cwd=PROBES)  # fmt: skip
+    assert run.status == 0, run.stderr
+    result = check(run.json(), "RT006")["results"][0]
+    measured = result["measured"]
+    assert result["status"] == "pass", result["summary"]
+    assert 1000 < measured["samples"] < 1_000_000 and measured["seconds"] < 20
+    assert len(measured["curve_mib"]) >= 20 and measured["upper_mib_per_1k_samples"] <= measured["floor_mib_per_1k_samples"]
+
+
+def test_too_few_samples_say_which_option_to_raise() -> None:
+    run = doctor("--nproc-per-node", "1", "--only", "RT006", "--dataset", "doctor_targets:very_slow_dataset",
+                 "--num-workers", "2", "--timeout", "4", "--format", "json", cwd=PROBES)  # fmt: skip
+    result = check(run.json(), "RT006")["results"][0]
+    assert result["status"] == "note", result["summary"]
+    assert "too few to fit a trend" in result["summary"] and "raise --timeout (now 4 s" in result["summary"]
 
 
 def test_sarif_from_doctor_validates_and_carries_the_environment(ddplint, sarif_validator) -> None:
@@ -254,3 +284,38 @@ def test_check_still_works_without_torch(tmp_path: Path) -> None:
     code = "import sys; sys.modules['torch'] = None; from ddplint.cli import main; sys.exit(main(['check', '.']))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 1 and "DDP001" in proc.stdout, proc.stderr
+
+
+def test_the_progress_bar_counts_the_probes_budget_not_an_epoch() -> None:
+    # On a terminal the RT006 bar used to count the epoch (1M samples here): its
+    # estimate said hours for a probe that stops after --timeout seconds.
+    import pty
+    import threading
+
+    main, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        [console_script(), "doctor", "--nproc-per-node", "1", "--only", "RT006", "--dataset",
+         "doctor_targets:slow_dataset", "--num-workers", "2", "--timeout", "4"],
+        cwd=PROBES, stdout=subprocess.PIPE, stderr=terminal, env={**os.environ, "COLUMNS": "160"},
+    )  # fmt: skip
+    os.close(terminal)
+    shown = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # the terminal closed with the process
+                return
+            if not chunk:
+                return
+            shown.extend(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    proc.communicate(timeout=HARD_KILL)
+    reader.join(timeout=5)
+    os.close(main)
+    text = shown.decode("utf-8", "replace")
+    assert "RT006 worker memory" in text and "of 1,000,000 samples" in text, text[-2000:]
+    assert "/4 s budget" in text, text[-2000:]

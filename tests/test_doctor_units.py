@@ -1,7 +1,8 @@
-"""The doctor's pure parts: sizes, rank lists, memory curves, the request's round trip."""
+"""The doctor's pure parts: sizes, rank lists, memory curves and their trends, the request's round trip."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,8 @@ import pytest
 from ddplint.runtime.check import Status
 from ddplint.runtime.checks.rt005_pinned_memory_budget import PinnedMemoryBudget
 from ddplint.runtime.context import DoctorOptions, DoctorRequest, RankContext, RankInfo
-from ddplint.runtime.probes.curve import Curve, running_peak
+from ddplint.runtime.probes.curve import Curve
+from ddplint.runtime.probes.trend import MIN_POINTS, Verdict, fit_trend
 from ddplint.runtime.report import compact_ranks
 from ddplint.sizes import parse_size
 
@@ -35,18 +37,77 @@ def test_compact_ranks(ranks: list[int], text: str) -> None:
     assert compact_ranks(ranks) == text
 
 
-def test_a_plateau_has_no_late_growth_and_a_leak_has() -> None:
-    steps = list(range(1, 31))
-    plateau = Curve(steps, running_peak([100 + min(i, 5) * 10 for i in steps]))
-    leak = Curve(steps, [100 + i * 10 for i in steps])
-    assert plateau.last_third_growth == 0 and plateau.total_growth == 40
-    assert leak.last_third_growth == 90 and leak.rate_per(10) == pytest.approx(100)
+MIB = 2**20
+STEPS = list(range(1, 401))
+#: The floor RT007 uses on the CPU: 1 MiB per 1,000 steps, in bytes per step.
+FLOOR = MIB / 1000
+
+
+def noisy(values: list[float], sigma: float, seed: int = 7) -> list[float]:
+    rng = random.Random(seed)
+    return [v + rng.gauss(0, sigma) for v in values]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_flat_curve_with_noise_is_flat(seed: int) -> None:
+    trend = fit_trend(STEPS, noisy([300 * MIB] * len(STEPS), 0.2 * MIB, seed))
+    assert trend is not None and trend.judge(FLOOR) is Verdict.FLAT
+    assert abs(trend.slope) < FLOOR / 2
+
+
+def test_steady_linear_growth_grows_and_its_bounds_hold_the_true_slope() -> None:
+    # A step that keeps its loss: 23 KiB a step, about 2 GiB over 100k steps, under 0.3 MiB of noise.
+    slope = 23 * 2**10
+    trend = fit_trend(STEPS, noisy([305 * MIB + slope * s for s in STEPS], 0.3 * MIB))
+    assert trend is not None and trend.judge(FLOOR) is Verdict.GROWS
+    assert trend.lower < slope < trend.upper and trend.lower > 10 * FLOOR
+
+
+def test_growth_in_page_sized_stairs_grows() -> None:
+    # The resident set moves by whole pages and arenas: flat runs, then a jump.
+    stairs = [300 * MIB + (s // 20) * 256 * 2**10 for s in STEPS]
+    trend = fit_trend(STEPS, stairs)
+    assert trend is not None and trend.judge(FLOOR) is Verdict.GROWS
+
+
+def test_a_plateau_after_the_warm_up_is_flat() -> None:
+    # Memory rises over the first 80 steps (optimizer state, caches), then stays put.
+    rising = [300 * MIB + min(s, 80) * MIB for s in STEPS]
+    trend = fit_trend(STEPS, noisy(rising, 0.1 * MIB))
+    assert trend is not None and trend.first == 101 and trend.judge(FLOOR) is Verdict.FLAT
+    assert trend.at(400) == pytest.approx(380 * MIB, rel=0.01)
+
+
+@pytest.mark.parametrize("where", [150, 300, 400])
+def test_a_single_spike_is_flat(where: int) -> None:
+    spiked = [300 * MIB + (500 * MIB if s == where else 0) for s in STEPS]
+    trend = fit_trend(STEPS, noisy(spiked, 0.05 * MIB))
+    assert trend is not None and trend.judge(FLOOR) is Verdict.FLAT
+
+
+def test_a_short_noisy_curve_is_undecided() -> None:
+    trend = fit_trend(STEPS[:40], noisy([300 * MIB] * 40, 2 * MIB))
+    assert trend is not None and trend.judge(FLOOR) is Verdict.UNDECIDED
+    assert trend.lower < FLOOR < trend.upper
+
+
+def test_too_few_points_after_the_warm_up_have_no_trend() -> None:
+    enough = int(MIN_POINTS / 0.75) + 1
+    assert fit_trend(STEPS[: enough - 2], [1.0] * (enough - 2)) is None
+    assert fit_trend(STEPS[:enough], [1.0] * enough) is not None
+
+
+def test_long_curves_are_binned_and_keep_their_slope() -> None:
+    positions = list(range(1, 20_001))
+    trend = fit_trend(positions, noisy([100 * MIB + 1000 * p for p in positions], 1 * MIB))
+    assert trend is not None and trend.points <= 200 and trend.slope == pytest.approx(1000, rel=0.05)
+
+
+def test_curve_points_and_sketch() -> None:
+    leak = Curve(STEPS, [100 * MIB + s * 2**16 for s in STEPS])
     points = leak.points(10)
-    assert points[0][0] == 1 and points[-1][0] == 30 and len(points) <= 11
-
-
-def test_running_peak_never_falls() -> None:
-    assert running_peak([3, 1, 4, 1, 5]) == [3, 3, 4, 4, 5]
+    assert points[0][0] == 1 and points[-1][0] == 400 and len(points) <= 11
+    assert leak.total_growth == 399 * 2**16 and leak.sketch().startswith("100 → ")
 
 
 def test_request_round_trips_to_the_ranks() -> None:

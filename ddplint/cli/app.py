@@ -210,6 +210,9 @@ def doctor(
     fail_on: Annotated[
         Severity, typer.Option(help="Lowest severity that fails the run.", case_sensitive=False)
     ] = Severity.WARNING,
+    html: Annotated[
+        Optional[Path], typer.Option(help="Also write the report as one self-contained HTML page, with the probes' memory charts.")
+    ] = None,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when checks fail.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="Never colour the output.")] = False,
     debug: Annotated[bool, typer.Option(help="Show tracebacks of the user's code and of internal errors.")] = False,
@@ -223,6 +226,8 @@ def doctor(
         size = parse_size(batch_bytes) if batch_bytes is not None else None
     except ValueError as exc:
         raise _fail(f"--batch-bytes: {exc}") from None
+    if html is not None and not html.resolve().parent.is_dir():
+        raise _fail(f"--html: no directory {str(html.resolve().parent)!r} to write {html.name!r} in")
     options = DoctorOptions(
         backend=backend.lower(), nproc_per_node=nproc_per_node, num_workers=num_workers,
         prefetch_factor=prefetch_factor, batch_bytes=size, shm_gib=shm_gib, timeout=timeout, dataset=dataset,
@@ -230,7 +235,7 @@ def doctor(
     )  # fmt: skip
     request = DoctorRequest(
         options=options, output_format=output_format.value, output=output, fail_on=fail_on.value,
-        exit_zero=exit_zero, debug=debug,
+        html=str(html.resolve()) if html is not None else None, exit_zero=exit_zero, debug=debug,
         color=not no_color and "NO_COLOR" not in os.environ and output is None and sys.stdout.isatty(),
     )  # fmt: skip
     _exit_with(lambda: run_doctor(request), DoctorUsageError, debug)

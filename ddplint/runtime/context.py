@@ -52,6 +52,8 @@ class DoctorRequest:
     options: DoctorOptions = field(default_factory=DoctorOptions)
     output_format: str = "text"
     output: str | None = None
+    #: `--html FILE`: rank 0 also writes the report as a self-contained page.
+    html: str | None = None
     fail_on: str = "warning"
     exit_zero: bool = False
     debug: bool = False

@@ -15,7 +15,8 @@ from ddplint import __version__
 from ddplint.model import NO_PATH, Notice, NoticeLevel
 from ddplint.report import Report
 from ddplint.reporters import OutputFormat, RenderOptions
-from ddplint.runtime.check import Status, all_checks
+from ddplint.runtime.charts import ASCII_BLOCKS, BLOCKS, Picture, curve_line
+from ddplint.runtime.check import CheckResult, Status, all_checks
 from ddplint.runtime.report import CheckOutcome, DoctorReport, compact_ranks
 
 _MARKS = {Status.PASS: "✓", Status.FAIL: "✗", Status.NOTE: "!", Status.SKIP: "-", Status.ERROR: "✗"}
@@ -31,18 +32,27 @@ def _marks() -> dict[Status, str]:
     return _MARKS
 
 
+def _blocks() -> str:
+    try:
+        BLOCKS.encode(sys.stdout.encoding or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return ASCII_BLOCKS
+    return BLOCKS
+
+
 def _line(outcome: CheckOutcome, report: DoctorReport, color: bool) -> list[str]:
     marks = _marks()
     status = outcome.status
     mark = f"\x1b[{_COLORS[status]}m{marks[status]}\x1b[0m" if color else marks[status]
     head = f"{mark} {outcome.check.code} {outcome.check.name:<26}"
     if outcome.uniform:
-        return [f"  {head} {outcome.groups[0][0].summary}"]
+        return [f"  {head} {outcome.groups[0][0].summary}", *_curve(outcome.groups[0][0], "    ")]
     lines = [f"  {head} differs between ranks:"]
     for result, ranks in outcome.groups:
         hosts = ", ".join(sorted({report.hostname(r) for r in ranks}))
         noun = "rank" if len(ranks) == 1 else "ranks"
         lines.append(f"      {marks[result.status]} {noun} {compact_ranks(ranks)} ({hosts}): {result.summary}")
+        lines.extend(_curve(result, "        "))
     return lines
 
 
@@ -51,6 +61,12 @@ def _who(report: DoctorReport) -> str:
     if len(report.rows) == 1 and report.world_size > 1:
         return f"rank {report.rows[0].rank} of {report.world_size}"
     return f"{report.world_size} rank{'' if report.world_size == 1 else 's'}"
+
+
+def _curve(result: CheckResult, indent: str) -> list[str]:
+    """A probe's memory curve as a sparkline under its check, aligned with the summaries."""
+    picture = Picture.of(result.measured)
+    return [] if picture is None else [f"{indent}{'':<33}{curve_line(picture, _blocks())}"]
 
 
 def render_text(report: DoctorReport, color: bool = False) -> str:

@@ -114,7 +114,7 @@ def _check_and_report(request: DoctorRequest, info: RankInfo, factories: dict[st
     if info.rank == 0:
         probes = [_run_check(c, ctx, request.debug) for c in selected if not c.per_rank]
         report = DoctorReport.build(gathered or [payload], probes, backend, info.world_size)
-        status = _report(request, report, output)
+        status = _report(request, report, output, html=request.html)
     else:
         report = DoctorReport.build([payload], [], backend, info.world_size)
         if request.writes(info.rank):
@@ -148,10 +148,14 @@ def _show_native_log(text: str, info: RankInfo, debug: bool) -> None:
     sys.stderr.flush()
 
 
-def _report(request: DoctorRequest, report: DoctorReport, output: str | None) -> int:
+def _report(request: DoctorRequest, report: DoctorReport, output: str | None, html: str | None = None) -> int:
     fmt = OutputFormat(request.output_format)
     options = RenderOptions(cwd=request.options.cwd, color=request.color and output is None)
     _write(render(report, fmt, options), output)
+    if html is not None:
+        from ddplint.runtime.html import render_html
+
+        _write(render_html(report), html)
     for error in report.errors():
         print(f"ddplint: error: {error}", file=sys.stderr)
     return report.exit_status(Severity.parse(request.fail_on), request.exit_zero)

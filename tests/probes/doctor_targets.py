@@ -6,6 +6,8 @@ this directory as the working directory.
 
 from __future__ import annotations
 
+import time
+
 import torch
 from torch.utils.data import Dataset
 
@@ -81,3 +83,44 @@ def not_a_factory_result():
 
 def broken_dataset() -> Dataset:
     raise RuntimeError("the data directory /data/train does not exist")
+
+
+def loss_appending_step(batch_size: int, device: torch.device):
+    """The common slow leak: every loss is kept with its graph (for a running
+    average, a log) and memory grows by a few KiB per step, never reaching a
+    plateau; each step on its own looks fine."""
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1)).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    losses = []
+
+    def step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        loss = model(torch.randn(batch_size, 256, device=device)).square().mean()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss)  # the graph's saved tensors stay alive with it
+
+    return step
+
+
+class Slow(Dataset):
+    """A realistically slow dataset (decoding, augmentation): `delay` seconds a
+    sample, far more samples than a probe can read in its budget."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    def __len__(self) -> int:
+        return 1_000_000
+
+    def __getitem__(self, index: int) -> int:
+        time.sleep(self.delay)
+        return index % 7
+
+
+def slow_dataset() -> Dataset:
+    return Slow(0.001)
+
+
+def very_slow_dataset() -> Dataset:
+    return Slow(0.05)

@@ -7,14 +7,15 @@ from ddplint.runtime.check import Check, CheckResult, Status, count
 from ddplint.runtime.context import RankContext
 from ddplint.runtime.host import MIB, gib, memory_available
 from ddplint.runtime.probes.loader import call_with_supported
-from ddplint.runtime.probes.workers import probe_workers
+from ddplint.runtime.probes.trend import Verdict
+from ddplint.runtime.probes.workers import WorkerProbe, probe_workers
 
 #: Workers of the probe when --num-workers is not given.
 DEFAULT_WORKERS = 2
-#: Growth per worker below this is start-up noise, not a trend.
-NOISE_PER_WORKER = 4 * MIB
-#: The last third of the probe still adds at least this share of the growth.
-SUSTAINED_SHARE = 0.2
+#: Growth per worker over an epoch that matters; below it, page-sized noise.
+FLOOR_PER_WORKER = 4 * MIB
+#: The horizon of that floor for a dataset without a length.
+HORIZON_SAMPLES = 1_000_000
 
 
 class WorkerMemoryGrowth(Check):
@@ -25,10 +26,17 @@ class WorkerMemoryGrowth(Check):
     `batch_size=` if it accepts it) and iterates the dataset it returns
     through a real `DataLoader` with `--num-workers` workers (default 2) and
     `--prefetch-factor`, for one epoch or `--timeout` seconds, sampling the
-    workers' private memory (USS) about 40 times. Flags sustained growth:
-    more than 4 MiB per worker, with the last third of the probe still
-    adding at least a fifth of it. Reports the growth in MiB per 1,000
-    samples and its projection to one epoch on this node.
+    workers' private memory (USS) about 40 times over the epoch or the
+    window, whichever is shorter. It then fits the trend after a warm-up
+    (the first quarter of the samples): the Theil–Sen slope, in MiB per
+    1,000 samples with one-sided 95 % bounds. It fails when even the lower
+    bound would add more than 4 MiB per worker over one epoch (over a
+    million samples for a dataset without a length), passes when the upper
+    bound would not, and otherwise notes that the probe could not tell. When
+    too few batches arrive to fit a trend, it says which option to change:
+    `--timeout` (the probe's budget) or `--batch-size` (more, smaller
+    batches). Reports the growth and its projection to one epoch on this
+    node.
 
     ## Why is this bad?
 
@@ -44,7 +52,8 @@ class WorkerMemoryGrowth(Check):
 
     ```sh
     ddplint doctor --dataset mypkg.data:build_train_dataset --num-workers 8
-    # RT006: workers grew 310 MiB (0.26 MiB per 1k samples), 2.3 GiB per epoch on this node
+    # RT006: 8 workers grow 0.260 MiB per 1k samples (at least 0.250 at 95 %) over 40,000 samples,
+    #        2.3 GiB per epoch on this node (8 ranks)
     ```
 
     ## Use instead
@@ -79,24 +88,58 @@ class WorkerMemoryGrowth(Check):
             dataset, workers=workers, batch_size=ctx.options.batch_size,
             prefetch_factor=ctx.options.prefetch_factor, window=ctx.options.timeout,
         )  # fmt: skip
-        curve = probe.curve
-        if len(curve.values) < 3:
-            return self.result(Status.SKIP, f"only {probe.samples} samples in {probe.seconds:.0f} s: too few to measure")
-        growth, rate = curve.total_growth, curve.rate_per(1000)
-        epoch = int(rate * probe.dataset_length / 1000) if probe.dataset_length else None
+        curve, trend = probe.curve, probe.curve.trend()
+        if trend is None:
+            return self.result(Status.NOTE, f"{_read(probe)}: too few to fit a trend; {_more_samples(probe, ctx)}",
+                               workers=workers, samples=probe.samples, seconds=round(probe.seconds, 2),
+                               curve_mib=curve.points(), curve_unit="samples")  # fmt: skip
+        horizon = probe.dataset_length or HORIZON_SAMPLES
+        floor = FLOOR_PER_WORKER * workers / horizon  # bytes per sample
+        per_1k = {"slope": trend.slope * 1000 / MIB, "lower": trend.lower * 1000 / MIB, "upper": trend.upper * 1000 / MIB}
+        epoch = int(max(trend.slope, 0) * probe.dataset_length) if probe.dataset_length else None
         node = epoch * ctx.info.local_world_size if epoch is not None else None
         measured = {
             "workers": workers, "samples": probe.samples, "seconds": round(probe.seconds, 2),
-            "growth_bytes": growth, "mib_per_1k_samples": round(rate / MIB, 3),
-            "epoch_projection_bytes": epoch, "node_projection_bytes": node, "curve_mib": curve.points(),
+            "growth_bytes": curve.total_growth, "mib_per_1k_samples": round(per_1k["slope"], 4),
+            "lower_mib_per_1k_samples": round(per_1k["lower"], 4), "upper_mib_per_1k_samples": round(per_1k["upper"], 4),
+            "floor_mib_per_1k_samples": round(floor * 1000 / MIB, 4), "fitted_from_sample": int(trend.first),
+            "epoch_projection_bytes": epoch, "node_projection_bytes": node, "curve_mib": curve.points(), "curve_unit": "samples",
+            "trend": trend.to_json(MIB, 1000),
         }  # fmt: skip
-        described = f"{workers} workers grew {growth / MIB:.1f} MiB over {probe.samples} samples ({rate / MIB:.3f} MiB per 1k samples)"
-        sustained = growth > NOISE_PER_WORKER * workers and curve.last_third_growth >= SUSTAINED_SHARE * growth
-        if not sustained:
-            return self.result(Status.PASS, f"{described}: no sustained growth", **measured)
+        verdict = trend.judge(floor)
+        if verdict is Verdict.FLAT:
+            return self.result(
+                Status.PASS,
+                f"{workers} workers: {per_1k['slope']:+.3f} MiB per 1k samples (at most {per_1k['upper']:.3f} at 95 %, "
+                f"floor {floor * 1000 / MIB:.3f}) over {probe.samples:,} samples: no sustained growth",
+                **measured,
+            )  # fmt: skip
+        if verdict is Verdict.UNDECIDED:
+            return self.result(
+                Status.NOTE,
+                f"{workers} workers: cannot tell growth from noise, {per_1k['slope']:+.3f} MiB per 1k samples (between "
+                f"{per_1k['lower']:.3f} and {per_1k['upper']:.3f} at 95 %, floor {floor * 1000 / MIB:.3f}) in "
+                f"{_read(probe)}; {_more_samples(probe, ctx)}",
+                **measured,
+            )  # fmt: skip
+        described = (f"{workers} workers grow {per_1k['slope']:.3f} MiB per 1k samples (at least {per_1k['lower']:.3f} "
+                     f"at 95 %) over {probe.samples:,} samples")  # fmt: skip
         if node is not None:
             available = memory_available()
             described += f", {gib(node)} per epoch on this node ({count(ctx.info.local_world_size, 'rank')})"
             if node > available:
                 described += f", more than the {gib(available)} available"
         return self.result(Status.FAIL, f"{described}: {curve.sketch()}", **measured)
+
+
+def _read(probe: WorkerProbe) -> str:
+    """``12 memory samples over 3,200 samples in 60 s``."""
+    return f"{count(len(probe.curve.values), 'memory sample')} over {probe.samples:,} samples in {probe.seconds:.0f} s"
+
+
+def _more_samples(probe: WorkerProbe, ctx: RankContext) -> str:
+    """Which option gives the probe more to fit: a longer budget, or more, smaller batches."""
+    if probe.exhausted:
+        return f"the epoch ended first: lower --batch-size (now {ctx.options.batch_size}) for more, smaller batches"
+    return (f"raise --timeout (now {ctx.options.timeout:g} s, the probe's budget) to read longer, "
+            f"or lower --batch-size (now {ctx.options.batch_size})")

@@ -1,10 +1,11 @@
-"""Reading a memory curve: has it stopped growing?"""
+"""A memory curve measured by a probe, and what the reports show of it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ddplint.runtime.host import MIB
+from ddplint.runtime.probes.trend import Trend, fit_trend
 
 
 @dataclass(frozen=True)
@@ -16,39 +17,25 @@ class Curve:
 
     @property
     def total_growth(self) -> int:
+        """Last value minus first, warm-up included."""
         return self.values[-1] - self.values[0] if self.values else 0
 
-    @property
-    def last_third_growth(self) -> int:
-        """Growth over the last third of the positions measured."""
-        if len(self.values) < 3:
-            return 0
-        return self.values[-1] - self.values[(2 * len(self.values)) // 3]
+    def trend(self) -> Trend | None:
+        """The fitted trend after the warm-up (`ddplint.runtime.probes.trend`)."""
+        return fit_trend(self.positions, self.values)
 
-    def rate_per(self, unit: int) -> float:
-        """Bytes of growth per `unit` positions, over the whole curve."""
-        span = self.positions[-1] - self.positions[0] if self.positions else 0
-        return self.total_growth * unit / span if span > 0 else 0.0
-
-    def points(self, count: int = 10) -> list[list[float]]:
-        """At most `count` evenly spaced (position, MiB) points, for the report."""
+    def points(self, count: int = 120) -> list[list[float]]:
+        """At most about `count` evenly spaced (position, MiB) points, for the reports' charts."""
         if not self.values:
             return []
         stride = max(1, (len(self.values) - 1) // (count - 1)) if count > 1 else len(self.values)
         picked = list(range(0, len(self.values), stride))
         if picked[-1] != len(self.values) - 1:
             picked.append(len(self.values) - 1)
-        return [[self.positions[i], round(self.values[i] / MIB, 1)] for i in picked]
+        return [[self.positions[i], round(self.values[i] / MIB, 2)] for i in picked]
 
     def sketch(self) -> str:
-        """The curve as `a → b → c MiB`, for one-line messages."""
-        return " → ".join(f"{mib:.0f}" for _, mib in self.points(5)) + " MiB"
-
-
-def running_peak(values: list[int]) -> list[int]:
-    """The peak so far at each position."""
-    peak, result = 0, []
-    for value in values:
-        peak = max(peak, value)
-        result.append(peak)
-    return result
+        """The curve as `a → b → c MiB`, for one-line messages (a decimal when it moves little)."""
+        points = [mib for _, mib in self.points(5)]
+        digits = 1 if points and max(points) - min(points) < 10 else 0
+        return " → ".join(f"{mib:.{digits}f}" for mib in points) + " MiB"

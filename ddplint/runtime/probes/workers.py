@@ -15,10 +15,9 @@ from typing import Any
 from ddplint.runtime.probes.curve import Curve
 from ddplint.runtime.progress import progress
 
-#: Samples of the workers' memory taken over the probe, at most.
+#: Samples of the workers' memory over an epoch, and over the time budget:
+#: a fast dataset gets them from the epoch, a slow one from the clock.
 _SAMPLES = 40
-#: For datasets without a length: sample every so many seconds.
-_INTERVAL_SECONDS = 0.25
 
 
 def count_samples(batch: list[Any]) -> int:
@@ -51,7 +50,13 @@ def _uss(processes: list[Any]) -> int | None:
 
 
 def probe_workers(dataset: Any, *, workers: int, batch_size: int, prefetch_factor: int, window: float) -> WorkerProbe:
-    """Iterate `dataset` for at most `window` seconds (or one epoch) and sample USS."""
+    """Iterate `dataset` for at most `window` seconds (or one epoch) and sample USS.
+
+    A sample is due every 1/40 of the epoch's batches or of the window,
+    whichever comes first: a dataset too slow to finish an epoch in the
+    window is still sampled about 40 times. The progress bar counts the
+    window, the probe's own budget, not the epoch.
+    """
     import psutil
     from torch.utils.data import DataLoader
 
@@ -62,17 +67,20 @@ def probe_workers(dataset: Any, *, workers: int, batch_size: int, prefetch_facto
     length = _length(dataset)
     batches = _length(loader)
     every = max(1, batches // _SAMPLES) if batches else None
+    interval = window / _SAMPLES
     me = psutil.Process()
     before = {p.pid for p in me.children()}
     positions: list[int] = []
     values: list[int] = []
-    seen, start, last_sample, exhausted = 0, time.monotonic(), 0.0, True
-    with progress("RT006 worker memory", length) as bar:
+    start = time.monotonic()
+    seen, last_sample, exhausted = 0, start, True
+    epoch = f" of {length:,}" if length else ""
+    with progress("RT006 worker memory", window, unit="s") as bar:
         for index, count in enumerate(loader):
             seen += count
-            bar.advance(count)
             now = time.monotonic()
-            due = (index + 1) % every == 0 if every else now - last_sample >= _INTERVAL_SECONDS
+            bar.update(now - start, f"RT006 worker memory: {seen:,}{epoch} samples")
+            due = (every is not None and (index + 1) % every == 0) or now - last_sample >= interval
             if due and index > 0:
                 uss = _uss([p for p in me.children() if p.pid not in before])
                 if uss is not None:
