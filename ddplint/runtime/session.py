@@ -17,6 +17,7 @@ from ddplint.runtime.exchange import gather_results
 from ddplint.runtime.probes.loader import ProbeError, resolve
 from ddplint.runtime.rendezvous import Rendezvous
 from ddplint.runtime.report import DoctorReport
+from ddplint.runtime.location import results_location
 from ddplint.runtime.render import render
 
 
@@ -106,7 +107,8 @@ def run_rank(request: DoctorRequest) -> int:
 
 def _report(request: DoctorRequest, report: DoctorReport, output: str | None) -> int:
     fmt = OutputFormat(request.output_format)
-    options = RenderOptions(cwd=request.options.cwd, color=request.color and output is None)
+    options = RenderOptions(cwd=request.options.cwd, color=request.color and output is None,
+                            sarif_category=request.sarif_category, sarif_location=results_location(request))  # fmt: skip
     _write(render(report, fmt, options), output)
     for error in report.errors():
         print(f"ddplint: error: {error}", file=sys.stderr)
