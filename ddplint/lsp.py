@@ -203,11 +203,14 @@ async def initialized(ls: DdplintServer, params: lsp.InitializedParams) -> None:
     if watched is None or not watched.dynamic_registration:
         return
     options = lsp.DidChangeWatchedFilesRegistrationOptions(watchers=CONFIG_WATCHERS)
-    registration = lsp.Registration(id="ddplint-config", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options)
+    registration = lsp.Registration(
+        id="ddplint-config", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options
+    )
     try:
         await ls.client_register_capability_async(lsp.RegistrationParams(registrations=[registration]))
     except Exception as exc:  # noqa: BLE001 - an editor that refuses: config changes apply on save only
-        ls.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Info, message=f"ddplint: no file watcher: {exc}"))
+        message = f"ddplint: no file watcher: {exc}"
+        ls.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Info, message=message))
 
 
 @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)

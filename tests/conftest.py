@@ -127,7 +127,8 @@ def git_repository(root: Path, commit: bool = False) -> Path:
     subprocess.run(["git", "init", "-q", str(root)], check=True, capture_output=True, env=env)
     if commit:
         subprocess.run(["git", "add", "-A"], cwd=root, check=True, capture_output=True, env=env)
-        subprocess.run(["git", "commit", "-q", "--no-verify", "-m", "snapshot"], cwd=root, check=True, capture_output=True, env=env)
+        commit_all = ["git", "commit", "-q", "--no-verify", "-m", "snapshot"]
+        subprocess.run(commit_all, cwd=root, check=True, capture_output=True, env=env)
     return root
 
 

@@ -126,7 +126,8 @@ _CONDITION = re.compile(r"^inputs\.([\w-]+) (==|!=) '([^']*)'$")
 def run_action(cwd: Path, inputs: dict[str, str], stubs: Path | None = None) -> list[tuple[str, int]]:
     """Run action.yml's `run:` steps as GitHub would: `${{ inputs.X }}` is
     substituted as text into env: values and scripts alike (so an input
-    spliced into a script is run by bash, as on GitHub), each script runs under `bash --noprofile --norc -eo pipefail` with
+    spliced into a script is run by bash, as on GitHub), and each script
+    runs under `bash --noprofile --norc -eo pipefail` with
     GITHUB_ACTION_PATH at this source. `uses:` steps are skipped. `stubs`
     goes first on PATH. Returns (step name, exit status) of every step run."""
     action = yaml.safe_load((REPO / "action.yml").read_text())

@@ -206,18 +206,18 @@ async def test_config_saved_in_the_editor_is_reloaded(client: LanguageClient, wo
     assert list(client.diagnostics[uri]) == []
     config = workspace / "ddplint.toml"  # a new, nearer config file wins over pyproject.toml
     config.write_text('select = ["DDP012"]\n')
-    client.text_document_did_save(lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=config.as_uri())))
+    saved = lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=config.as_uri()))
+    client.text_document_did_save(saved)
     await _published(client)
     assert [d.code for d in client.diagnostics[uri]] == ["DDP012"]
 
 
-async def test_a_config_file_opened_in_the_editor_is_not_linted_as_python(client: LanguageClient, workspace: Path) -> None:
+async def test_a_config_file_opened_in_the_editor_is_not_linted_as_python(
+    client: LanguageClient, workspace: Path
+) -> None:
     config = workspace / "pyproject.toml"
-    client.text_document_did_open(
-        lsp.DidOpenTextDocumentParams(
-            text_document=lsp.TextDocumentItem(uri=config.as_uri(), language_id="toml", version=1, text=config.read_text())
-        )
-    )
+    document = lsp.TextDocumentItem(uri=config.as_uri(), language_id="toml", version=1, text=config.read_text())
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=document))
     uri = await _open(client, workspace / "train.py", BAD)  # the next diagnostics are train.py's
     assert [d.code for d in client.diagnostics[uri]] == ["DDP014"]
     assert config.as_uri() not in client.diagnostics

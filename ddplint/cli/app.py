@@ -198,7 +198,9 @@ def doctor(
     ] = None,
     sarif_location: Annotated[
         Optional[str],
-        typer.Option(metavar="FILE", help="SARIF: show the results at FILE [default: the workflow, probe module or pyproject.toml]."),
+        typer.Option(
+            metavar="FILE", help="SARIF: show the results at FILE [default: the workflow, probe module or pyproject.toml]."
+        ),
     ] = None,
     sarif_category: Annotated[
         Optional[str], typer.Option(help="SARIF category (automationDetails.id NAME/), several uploads per repository.")

@@ -107,8 +107,10 @@ def run_rank(request: DoctorRequest) -> int:
 
 def _report(request: DoctorRequest, report: DoctorReport, output: str | None) -> int:
     fmt = OutputFormat(request.output_format)
-    options = RenderOptions(cwd=request.options.cwd, color=request.color and output is None,
-                            sarif_category=request.sarif_category, sarif_location=results_location(request))  # fmt: skip
+    options = RenderOptions(
+        cwd=request.options.cwd, color=request.color and output is None,
+        sarif_category=request.sarif_category, sarif_location=results_location(request),
+    )  # fmt: skip
     _write(render(report, fmt, options), output)
     for error in report.errors():
         print(f"ddplint: error: {error}", file=sys.stderr)
