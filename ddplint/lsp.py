@@ -6,7 +6,10 @@ rule code, a link to the rule's documentation, the guard or sampler as
 related information, and `source: "ddplint"`. Code actions offer the
 finding's fix when it has one, and "suppress with `# noqa: CODE`" for every
 finding. The workspace's own `pyproject.toml`/`ddplint.toml` apply, as in the
-CLI. The server never imports or executes workspace code.
+CLI, and are read again when they change: on save in the editor, or when the
+editor reports them changed on disk (`workspace/didChangeWatchedFiles`; the
+server asks the editor to watch them), after which every open document is
+linted again. The server never imports or executes workspace code.
 """
 
 from __future__ import annotations
@@ -42,6 +45,16 @@ _SEVERITY = {
 }
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _CONFIG_FILES = ("pyproject.toml", "ddplint.toml")
+
+
+def is_config(uri: str) -> bool:
+    """Whether `uri` names a configuration file ddplint reads."""
+    return uri.endswith(tuple("/" + name for name in _CONFIG_FILES))
+
+
+def is_python(uri: str, language_id: str | None) -> bool:
+    """Whether a document is Python (a configuration file opened in the editor is not linted)."""
+    return language_id == "python" or uri.endswith((".py", ".pyi"))
 
 
 def uri_to_path(uri: str) -> Path:
@@ -94,6 +107,13 @@ class DdplintServer(LanguageServer):
         """A config file changed: resolve afresh."""
         self._resolvers.clear()
         self._indexes.clear()
+
+    def reload_configs(self) -> None:
+        """A config file changed: resolve afresh and lint every open document again."""
+        self.forget_configs()
+        for uri in list(self.workspace.text_documents):
+            if is_python(uri, self.workspace.get_text_document(uri).language_id):
+                self.publish(uri)
 
     def forget_project(self, path: Path) -> None:
         """A file was saved: the project's facts on disk may have changed."""
@@ -170,24 +190,57 @@ class DdplintServer(LanguageServer):
 server = DdplintServer()
 
 
+#: What the server asks the editor to watch on disk.
+CONFIG_WATCHERS = [lsp.FileSystemWatcher(glob_pattern=f"**/{name}") for name in _CONFIG_FILES]
+
+
+@server.feature(lsp.INITIALIZED)
+async def initialized(ls: DdplintServer, params: lsp.InitializedParams) -> None:
+    """Ask the editor to report changes of configuration files made outside
+    it (git checkout, another editor), where it can register watchers."""
+    workspace = ls.client_capabilities.workspace
+    watched = workspace.did_change_watched_files if workspace is not None else None
+    if watched is None or not watched.dynamic_registration:
+        return
+    options = lsp.DidChangeWatchedFilesRegistrationOptions(watchers=CONFIG_WATCHERS)
+    registration = lsp.Registration(
+        id="ddplint-config", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options
+    )
+    try:
+        await ls.client_register_capability_async(lsp.RegistrationParams(registrations=[registration]))
+    except Exception as exc:  # noqa: BLE001 - an editor that refuses: config changes apply on save only
+        message = f"ddplint: no file watcher: {exc}"
+        ls.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Info, message=message))
+
+
+@server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def did_change_watched_files(ls: DdplintServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+    if any(is_config(change.uri) for change in params.changes):
+        ls.reload_configs()
+
+
 @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: DdplintServer, params: lsp.DidOpenTextDocumentParams) -> None:
-    ls.publish(params.text_document.uri)
+    if is_python(params.text_document.uri, params.text_document.language_id):
+        ls.publish(params.text_document.uri)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: DdplintServer, params: lsp.DidChangeTextDocumentParams) -> None:
-    ls.publish_later(params.text_document.uri)
+    uri = params.text_document.uri
+    if is_python(uri, ls.workspace.get_text_document(uri).language_id):
+        ls.publish_later(uri)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: DdplintServer, params: lsp.DidSaveTextDocumentParams) -> None:
     uri = params.text_document.uri
-    if uri.endswith(_CONFIG_FILES):
-        ls.forget_configs()
+    if is_config(uri):
+        ls.reload_configs()
         return
     ls.forget_project(uri_to_path(uri))
-    ls.publish(uri)
+    if is_python(uri, ls.workspace.get_text_document(uri).language_id):
+        ls.publish(uri)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)

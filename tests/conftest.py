@@ -112,6 +112,26 @@ def assert_valid_sarif(validator, log: dict) -> None:
     assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:20])
 
 
+#: Who commits in the repositories tests create (no global git config needed).
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "ddplint tests", "GIT_AUTHOR_EMAIL": "tests@ddplint.invalid",
+                "GIT_COMMITTER_NAME": "ddplint tests", "GIT_COMMITTER_EMAIL": "tests@ddplint.invalid"}  # fmt: skip
+
+
+def git_repository(root: Path, commit: bool = False) -> Path:
+    """Make `root` a git repository of its own (and commit what it holds).
+
+    Tests that need git create one: the suite also runs from a release
+    tarball or a `git archive` export, where the source is no repository."""
+    root.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **GIT_IDENTITY}
+    subprocess.run(["git", "init", "-q", str(root)], check=True, capture_output=True, env=env)
+    if commit:
+        subprocess.run(["git", "add", "-A"], cwd=root, check=True, capture_output=True, env=env)
+        commit_all = ["git", "commit", "-q", "--no-verify", "-m", "snapshot"]
+        subprocess.run(commit_all, cwd=root, check=True, capture_output=True, env=env)
+    return root
+
+
 def write(root: Path, files: dict[str, str | bytes]) -> Path:
     """Create `files` (relative path -> text or bytes) under `root`."""
     for name, content in files.items():

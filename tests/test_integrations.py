@@ -3,7 +3,10 @@ documented SARIF requirements, the composite Action, and GitLab Code Quality."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -12,17 +15,34 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, assert_valid_sarif, write
+from conftest import GIT_IDENTITY, REPO, assert_valid_sarif, git_repository, write
+from github_sarif import assert_code_scanning_accepts
 
 BAD = "from torch.utils.data import DataLoader, DistributedSampler\nDataLoader(ds, sampler=DistributedSampler(ds), shuffle=True)\n"
 GOOD = "from torch.utils.data import DataLoader\nDataLoader(ds, shuffle=True)\n"
+WARNING_ONLY = (  # DDP002, a warning: below --fail-on error
+    "from torch.utils.data import DataLoader, DistributedSampler\n"
+    "sampler = DistributedSampler(ds)\nloader = DataLoader(ds, sampler=sampler)\n"
+    "for epoch in range(3):\n    for batch in loader:\n        pass\n"
+)
 
 
 # ------------------------------------------------------------------ pre-commit
 
 
 def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, env={**os.environ, **GIT_IDENTITY})
+
+
+def hook_repository(tmp_path: Path) -> Path:
+    """This source as a repository of its own, committed, for `pre-commit
+    try-repo` (the source may be a tarball or `git archive` export, no repository)."""
+    source = tmp_path / "ddplint-src"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".git", "build", "dist", "*.egg-info", "__pycache__", ".venv", ".ddplint_cache", ".hypothesis",
+        ".pytest_cache", "tests", "fixtures", "bench", "examples",
+    ))  # fmt: skip
+    return git_repository(source, commit=True)
 
 
 @pytest.mark.slow
@@ -30,9 +50,9 @@ def test_pre_commit_try_repo(tmp_path: Path) -> None:
     repo = write(tmp_path / "project", {"train.py": BAD, "util.py": GOOD})
     _git(repo, "init", "-q")
     _git(repo, "add", ".")
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "GIT_AUTHOR_NAME": "t",
-           "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
-    pre_commit = [sys.executable, "-m", "pre_commit", "try-repo", str(REPO), "ddplint", "--all-files"]
+    env = {**os.environ, **GIT_IDENTITY, "PRE_COMMIT_HOME": str(tmp_path / "cache")}
+    hooks = hook_repository(tmp_path)
+    pre_commit = [sys.executable, "-m", "pre_commit", "try-repo", str(hooks), "ddplint", "--all-files"]
     failing = subprocess.run(pre_commit, cwd=repo, capture_output=True, text=True, env=env, timeout=900)
     assert failing.returncode == 1, failing.stdout + failing.stderr
     assert "train.py:2:1: DDP014" in failing.stdout
@@ -52,33 +72,6 @@ def test_hook_definition() -> None:
 # ------------------------------------------------------------------ code scanning
 
 
-def assert_code_scanning_accepts(log: dict) -> None:
-    """GitHub code scanning's documented SARIF requirements, beyond the schema."""
-    assert log["version"] == "2.1.0" and log["$schema"]
-    (run,) = log["runs"]
-    driver = run["tool"]["driver"]
-    assert driver["name"] and driver["semanticVersion"] and driver["informationUri"].startswith("https://")
-    ids = [rule["id"] for rule in driver["rules"]]
-    assert len(ids) == len(set(ids))
-    for rule in driver["rules"]:
-        assert 0 < len(rule["shortDescription"]["text"]) <= 1024
-        assert rule["fullDescription"]["text"] and rule["help"]["markdown"]
-        assert rule["defaultConfiguration"]["level"] in ("error", "warning", "note")
-        properties = rule["properties"]
-        assert properties["tags"] and properties["precision"] in ("very-high", "high", "medium", "low")
-        assert properties["problem.severity"] in ("error", "warning", "recommendation")
-    assert len(run["results"]) <= 25_000
-    for result in run["results"]:
-        assert result["ruleId"] in ids and ids[result["ruleIndex"]] == result["ruleId"]
-        assert result["message"]["text"] and result["level"] in ("error", "warning", "note")
-        location = result["locations"][0]["physicalLocation"]
-        assert location["artifactLocation"]["uriBaseId"] == "%SRCROOT%"
-        assert not location["artifactLocation"]["uri"].startswith(("/", "file:"))
-        region = location["region"]
-        assert region["startLine"] >= 1 and region.get("startColumn", 1) >= 1
-        assert result["partialFingerprints"]
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     (tmp_path / ".git").mkdir()
@@ -89,7 +82,7 @@ def test_sarif_meets_code_scanning_requirements(ddplint, repo, sarif_validator) 
     log = ddplint("src", "--format", "sarif", "--sarif-category", "training", cwd=repo).json()
     assert_valid_sarif(sarif_validator, log)
     assert_code_scanning_accepts(log)
-    assert log["runs"][0]["automationDetails"] == {"id": "training"}
+    assert log["runs"][0]["automationDetails"] == {"id": "training/"}  # category "training", not a run id
 
 
 def test_identical_lines_get_distinct_fingerprints(ddplint, repo) -> None:
@@ -115,10 +108,126 @@ def test_action_definition() -> None:
     action = yaml.safe_load((REPO / "action.yml").read_text())
     assert set(action["inputs"]) >= {"path", "args", "category", "upload"}
     assert action["runs"]["using"] == "composite"
-    uses = [step.get("uses", "") for step in action["runs"]["steps"]]
-    assert any(u.startswith("github/codeql-action/upload-sarif@") for u in uses)
+    steps = action["runs"]["steps"]
+    assert steps[0]["uses"].startswith("actions/setup-python@")  # before anything runs python
+    uses = [step.get("uses", "") for step in steps]
+    upload = next(i for i, u in enumerate(uses) if u.startswith("github/codeql-action/upload-sarif@"))
+    assert any("run" in step for step in steps[upload + 1 :]), "no gate after the upload"
     workflow = yaml.safe_load((REPO / "docs" / "github-code-scanning.yml").read_text())
     assert workflow["permissions"]["security-events"] == "write"
+
+
+# ------------------------------------------------------------------ the composite Action, step by step
+
+_EXPRESSION = re.compile(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}")
+_CONDITION = re.compile(r"^inputs\.([\w-]+) (==|!=) '([^']*)'$")
+
+
+def run_action(cwd: Path, inputs: dict[str, str], stubs: Path | None = None) -> list[tuple[str, int]]:
+    """Run action.yml's `run:` steps as GitHub would: `${{ inputs.X }}` is
+    substituted as text into env: values and scripts alike (so an input
+    spliced into a script is run by bash, as on GitHub), and each script
+    runs under `bash --noprofile --norc -eo pipefail` with
+    GITHUB_ACTION_PATH at this source. `uses:` steps are skipped. `stubs`
+    goes first on PATH. Returns (step name, exit status) of every step run."""
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    given = {name: inputs.get(name, spec.get("default", "")) for name, spec in action["inputs"].items()}
+    path = os.pathsep.join([*([str(stubs)] if stubs else []), os.path.dirname(sys.executable), os.environ["PATH"]])
+    ran = []
+    for step in action["runs"]["steps"]:
+        condition = step.get("if")
+        if condition is not None:
+            name, op, value = _CONDITION.match(condition).groups()
+            if (given[name] == value) != (op == "=="):
+                continue
+        if "run" not in step:
+            continue
+        env = {key: _substitute(str(value), given) for key, value in step.get("env", {}).items()}
+        proc = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", _substitute(step["run"], given)],
+            cwd=cwd, capture_output=True, text=True, timeout=120,
+            env={**os.environ, "PATH": path, "GITHUB_ACTION_PATH": str(REPO), **env},
+        )  # fmt: skip
+        ran.append((step["name"], proc.returncode))
+    return ran
+
+
+def _substitute(text: str, given: dict[str, str]) -> str:
+    """GitHub's expression substitution, for the one form an action should use."""
+    text = _EXPRESSION.sub(lambda m: given[m.group(1)], text)
+    if "${{" in text:
+        pytest.fail(f"an expression this harness does not evaluate: {text}")
+    return text
+
+
+def recording_stubs(directory: Path, log: Path, ddplint: bool = True) -> Path:
+    """`python` (and `ddplint`) stand-ins that record their argv (JSON lines),
+    except that `python` runs action/run.py for real; no pip install runs."""
+    directory.mkdir()
+    recorder = f"import json, sys; open({str(log)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')"
+    if ddplint:
+        (directory / "ddplint").write_text(f"#!{sys.executable}\n{recorder}\n")
+    (directory / "python").write_text(
+        f"#!/bin/sh\ncase \"$1\" in *run.py) exec {sys.executable} \"$@\";; esac\n"
+        f"exec {sys.executable} -c {shlex.quote(recorder)} \"$@\"\n"
+    )
+    for stub in directory.iterdir():
+        stub.chmod(0o755)
+    return directory
+
+
+HOSTILE = {
+    "path": 'src "dir with space" $(touch pwned-path)',
+    "args": "--fail-on error; touch pwned-args `touch pwned-tick` --select 'DDP0' \"it's\" |",
+    "category": 'cat"; touch pwned-category; echo "',
+    "version": "1.0; touch pwned-version $(touch pwned-version2)",
+}
+
+
+def test_action_inputs_reach_ddplint_as_words_and_never_run(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    log = tmp_path / "argv.jsonl"
+    ran = run_action(work, HOSTILE, stubs=recording_stubs(tmp_path / "stubs", log))
+    assert [status for _, status in ran] == [0, 0, 0], ran
+    assert not list(tmp_path.rglob("pwned*")), "an input was executed"
+    install, sarif, gate = [json.loads(line) for line in log.read_text().splitlines()]
+    assert install == ["-m", "pip", "install", "--quiet", "ddplint==" + HOSTILE["version"]]
+    words = ["src", "dir with space", "$(touch", "pwned-path)", "--fail-on", "error;", "touch", "pwned-args",
+             "`touch", "pwned-tick`", "--select", "DDP0", "it's", "|"]  # fmt: skip
+    assert sarif == ["check", *words, "--format", "sarif", "--sarif-category", HOSTILE["category"],
+                     "--output", "ddplint.sarif", "--exit-zero"]  # fmt: skip
+    assert gate == ["check", "--format", "text", *words]
+
+
+def test_action_installs_its_own_commit_without_a_version(tmp_path: Path) -> None:
+    log = tmp_path / "argv.jsonl"
+    run_action(tmp_path, {"upload": "false"}, stubs=recording_stubs(tmp_path / "stubs", log))
+    install, gate = [json.loads(line) for line in log.read_text().splitlines()]
+    assert install == ["-m", "pip", "install", "--quiet", str(REPO)]
+    assert gate == ["check", "--format", "github", "."]
+
+
+def test_action_refuses_an_unbalanced_quote(tmp_path: Path) -> None:
+    stubs = recording_stubs(tmp_path / "stubs", tmp_path / "argv.jsonl")
+    ran = dict(run_action(tmp_path, {"args": "--select 'DDP0", "upload": "false"}, stubs=stubs))
+    assert ran["Run ddplint (fail on findings)"] == 1
+    assert len((tmp_path / "argv.jsonl").read_text().splitlines()) == 1  # pip only: ddplint never started
+
+
+@pytest.mark.parametrize(("source", "gate"), [(BAD, 1), (WARNING_ONLY, 0)])
+def test_action_uploads_then_gates_on_the_users_fail_on(tmp_path: Path, source: str, gate: int) -> None:
+    """The real ddplint: the SARIF step never fails (the upload must happen),
+    the last step fails the job exactly when `--fail-on error` says so."""
+    work = write(tmp_path / "work", {"src/train.py": source})
+    stubs = recording_stubs(tmp_path / "stubs", tmp_path / "pip.jsonl", ddplint=False)  # the installed ddplint
+    inputs = {"path": "src", "args": "--fail-on error --no-cache", "category": "training"}
+    ran = run_action(work, inputs, stubs=stubs)
+    assert ran == [("Install ddplint", 0), ("Run ddplint (SARIF for code scanning)", 0),
+                   ("Run ddplint (fail on findings)", gate)]  # fmt: skip
+    log = json.loads((work / "ddplint.sarif").read_text())
+    assert_code_scanning_accepts(log)
+    assert log["runs"][0]["automationDetails"] == {"id": "training/"} and log["runs"][0]["results"]
 
 
 # ------------------------------------------------------------------ GitLab

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -26,6 +27,13 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "ddplint", "server"]))
 async def client(lsp_client: LanguageClient, workspace: Path):
+    registrations: list[lsp.Registration] = []
+
+    @lsp_client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
+    def _register(client: LanguageClient, params: lsp.RegistrationParams) -> None:  # an editor's file watcher
+        registrations.extend(params.registrations)
+
+    lsp_client.registrations = registrations
     await lsp_client.initialize_session(
         lsp.InitializeParams(capabilities=client_capabilities("visual-studio-code"), root_uri=workspace.as_uri())
     )
@@ -158,3 +166,58 @@ async def test_the_editor_sees_helpers_of_the_project_on_disk(client: LanguageCl
     assert diagnostic.range.start.line == 5
     helper = diagnostic.related_information[-1].location
     assert helper.uri == (workspace / "helpers.py").resolve().as_uri() and helper.range.start.line == 3
+
+
+# ------------------------------------------------------------------ configuration changes
+
+AMP = "import torch\ns = torch.cuda.amp.GradScaler()\n"  # DDP012, ignored by the workspace's pyproject.toml
+
+
+async def _published(client: LanguageClient) -> None:
+    """The next publishDiagnostics, or a failure after 10 s (none came)."""
+    await asyncio.wait_for(client.wait_for_notification(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), timeout=10)
+
+
+async def test_the_server_asks_the_editor_to_watch_config_files(client: LanguageClient) -> None:
+    for _ in range(50):  # the request follows `initialized`
+        if client.registrations:
+            break
+        await asyncio.sleep(0.1)
+    (registration,) = [r for r in client.registrations if r.method == lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES]
+    patterns = {w["globPattern"] for w in registration.register_options["watchers"]}
+    assert patterns == {"**/pyproject.toml", "**/ddplint.toml"}
+
+
+async def test_config_change_on_disk_is_reloaded(client: LanguageClient, workspace: Path) -> None:
+    uri = await _open(client, workspace / "amp.py", AMP)
+    assert list(client.diagnostics[uri]) == []
+    (workspace / "pyproject.toml").write_text("[tool.ddplint]\n")  # DDP012 no longer ignored
+    client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            changes=[lsp.FileEvent(uri=(workspace / "pyproject.toml").as_uri(), type=lsp.FileChangeType.Changed)]
+        )
+    )
+    await _published(client)
+    assert [d.code for d in client.diagnostics[uri]] == ["DDP012"]
+
+
+async def test_config_saved_in_the_editor_is_reloaded(client: LanguageClient, workspace: Path) -> None:
+    uri = await _open(client, workspace / "amp.py", AMP)
+    assert list(client.diagnostics[uri]) == []
+    config = workspace / "ddplint.toml"  # a new, nearer config file wins over pyproject.toml
+    config.write_text('select = ["DDP012"]\n')
+    saved = lsp.DidSaveTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=config.as_uri()))
+    client.text_document_did_save(saved)
+    await _published(client)
+    assert [d.code for d in client.diagnostics[uri]] == ["DDP012"]
+
+
+async def test_a_config_file_opened_in_the_editor_is_not_linted_as_python(
+    client: LanguageClient, workspace: Path
+) -> None:
+    config = workspace / "pyproject.toml"
+    document = lsp.TextDocumentItem(uri=config.as_uri(), language_id="toml", version=1, text=config.read_text())
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=document))
+    uri = await _open(client, workspace / "train.py", BAD)  # the next diagnostics are train.py's
+    assert [d.code for d in client.diagnostics[uri]] == ["DDP014"]
+    assert config.as_uri() not in client.diagnostics

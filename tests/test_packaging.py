@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -38,6 +39,38 @@ def test_wheel_layout(wheel: Path) -> None:
     assert not any(n.startswith(("tests/", "fixtures/", "examples/")) for n in names)
     sources = {p.relative_to(REPO).as_posix() for p in (REPO / "ddplint").rglob("*.py") if "__pycache__" not in p.parts}
     assert sources <= set(names), f"modules missing from the wheel: {sorted(sources - set(names))}"
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), "the wheel carries no LICENSE"
+
+
+def test_license_is_the_declared_mit_license() -> None:
+    from ddplint.config.loader import tomllib
+
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["license"]
+    text = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert declared == "MIT" and text.startswith("MIT License\n")
+    assert re.search(r"^Copyright \(c\) \d{4} The ddplint authors$", text, re.M)
+    assert "THE SOFTWARE IS PROVIDED \"AS IS\"" in text
+
+
+def test_changelog_has_an_unreleased_section() -> None:
+    text = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert text.startswith("# Changelog\n") and "\n## [Unreleased]\n" in text
+
+
+#: Install forms that need a release: PyPI (not a git+ URL), a version tag.
+_RELEASED_ONLY = re.compile(r"pip install ['\"]?ddplint(\[\w+\])?['\"]?(?!\S*\s*@)|rev:\s*v\d|ddplint@v\d")
+
+
+def test_install_docs_work_before_a_release() -> None:
+    """Every install line that needs a release (PyPI, a tag) says "once released"."""
+    docs = [REPO / "README.md", REPO / "CHANGELOG.md", *(REPO / "docs").glob("*.md"), *(REPO / "docs").glob("*.yml")]
+    unmarked = [
+        f"{path.name}:{number}: {line.strip()}"
+        for path in docs
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if _RELEASED_ONLY.search(line) and "once released" not in line.lower()
+    ]
+    assert not unmarked, "\n".join(unmarked)
 
 
 def test_wheel_metadata_keeps_torch_optional(wheel: Path) -> None:

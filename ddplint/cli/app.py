@@ -86,7 +86,7 @@ def check(
     ] = OutputFormat.TEXT,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the report to FILE.")] = None,
     sarif_category: Annotated[
-        Optional[str], typer.Option(help="SARIF automationDetails.id (several uploads per repository).")
+        Optional[str], typer.Option(help="SARIF category (automationDetails.id NAME/), several uploads per repository.")
     ] = None,
     select: Annotated[Optional[List[str]], typer.Option(help="Only these codes/prefixes (comma-separated).")] = None,
     extend_select: Annotated[Optional[List[str]], typer.Option(help="Add codes/prefixes to the selection.")] = None,
@@ -207,6 +207,15 @@ def doctor(
     output: Annotated[
         Optional[str], typer.Option("--output", "-o", help="Write the report to FILE ({rank} in it: every rank writes).")
     ] = None,
+    sarif_location: Annotated[
+        Optional[str],
+        typer.Option(
+            metavar="FILE", help="SARIF: show the results at FILE [default: the workflow, probe module or pyproject.toml]."
+        ),
+    ] = None,
+    sarif_category: Annotated[
+        Optional[str], typer.Option(help="SARIF category (automationDetails.id NAME/), several uploads per repository.")
+    ] = None,
     fail_on: Annotated[
         Severity, typer.Option(help="Lowest severity that fails the run.", case_sensitive=False)
     ] = Severity.WARNING,
@@ -237,6 +246,7 @@ def doctor(
         options=options, output_format=output_format.value, output=output, fail_on=fail_on.value,
         html=str(html.resolve()) if html is not None else None, exit_zero=exit_zero, debug=debug,
         color=not no_color and "NO_COLOR" not in os.environ and output is None and sys.stdout.isatty(),
+        sarif_location=sarif_location, sarif_category=sarif_category,
     )  # fmt: skip
     _exit_with(lambda: run_doctor(request), DoctorUsageError, debug)
 

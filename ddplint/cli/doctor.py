@@ -39,6 +39,8 @@ def validate(request: DoctorRequest) -> None:
         raise DoctorUsageError(f"--num-workers: expected 0 or more, got {options.num_workers}")
     if options.nproc_per_node is not None and options.nproc_per_node < 1:
         raise DoctorUsageError(f"--nproc-per-node: expected a positive number, got {options.nproc_per_node}")
+    if request.sarif_location is not None and not (options.cwd / request.sarif_location).is_file():
+        raise DoctorUsageError(f"--sarif-location: no such file: {request.sarif_location}")
     if options.backend not in ("auto", "nccl", "gloo"):
         raise DoctorUsageError(f"--backend: expected auto, nccl or gloo, got {options.backend!r}")
     try:

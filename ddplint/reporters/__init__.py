@@ -36,6 +36,8 @@ class RenderOptions:
     sarif_category: str | None = None
     #: Show absolute paths (by default no path of the machine appears).
     absolute_paths: bool = False
+    #: SARIF: the file at which results about no file are shown (`ddplint doctor`).
+    sarif_location: str | None = None
 
 
 def renderer(fmt: OutputFormat) -> Callable[[Report, RenderOptions], str]:

@@ -10,6 +10,14 @@ emit an invalid ``state``).
 URIs are relative to the repository root (git top-level, else the working
 directory) under ``uriBaseId: "%SRCROOT%"``; no absolute path of the machine
 appears in the output.
+
+What GitHub code scanning needs beyond the schema (docs/github-code-scanning.md):
+every result has a location (`ddplint doctor`'s results, about the machine,
+are shown at a file the caller names, see `build_log`); related locations are
+linked from the message text as ``(see [the sampler](2))`` (SARIF §3.11.6), the
+only way GitHub makes them clickable; and a category is written as
+``automationDetails.id = "NAME/"``, since GitHub reads an id without a
+trailing ``/`` as a run id in the empty category.
 """
 
 from __future__ import annotations
@@ -33,6 +41,9 @@ from ddplint.report import Report
 
 #: GitHub code scanning accepts at most this many results per run.
 MAX_RESULTS = 25_000
+
+#: GitHub code scanning's limit on a rule's short and full descriptions.
+MAX_DESCRIPTION = 1024
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -68,16 +79,22 @@ class _Locator:
         )
 
 
+def clip(text: str, limit: int) -> str:
+    """`text`, or as many of its words as fit in `limit` characters with "…"."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1].rsplit(" ", 1)[0].rstrip(" ,;:") + "…"
+
+
 def _descriptor(rule: Any) -> om.ReportingDescriptor:
     """A rule's (or runtime check's) entry in `tool.driver.rules`."""
     markdown = rule_markdown(rule)
+    full = clip(rule.docs.what_it_does, MAX_DESCRIPTION)  # the whole text is in `help`
     return om.ReportingDescriptor(
         id=rule.code,
         name=rule.name,
         short_description=om.MultiformatMessageString(text=rule.summary),
-        full_description=om.MultiformatMessageString(
-            text=rule.docs.what_it_does, markdown=rule.docs.what_it_does
-        ),
+        full_description=om.MultiformatMessageString(text=full, markdown=full),
         help=om.MultiformatMessageString(text=markdown, markdown=markdown),
         help_uri=help_uri(rule),
         default_configuration=om.ReportingConfiguration(level=rule.severity.value),
@@ -89,16 +106,40 @@ def _descriptor(rule: Any) -> om.ReportingDescriptor:
     )
 
 
-def _result(finding: Finding, index: int, fingerprint: str, locator: _Locator) -> om.Result:
-    if not finding.located:  # a runtime finding: about the machine, measured values attached
-        return om.Result(
-            rule_id=finding.rule,
-            rule_index=index,
-            level=finding.severity.value,
-            message=om.Message(text=finding.message),
-            partial_fingerprints={FINGERPRINT_KEY: fingerprint},
-            properties=dict(finding.properties) or None,
-        )
+def escape_text(text: str) -> str:
+    """Plain text for a SARIF message: literal brackets escaped (§3.11.6), so
+    that ``x[0](1)`` in a message is never read as a link."""
+    return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+def linked_message(message: str, related: tuple[str, ...]) -> str:
+    """The message with a link to each related location: ``... (see
+    [the rank-dependent condition](1) and [the helper](2))``. The link
+    targets are the related locations' ids (1, 2, ... in order)."""
+    text = escape_text(message)
+    if not related:
+        return text
+    links = [f"[{escape_text(what)}]({i})" for i, what in enumerate(related, start=1)]
+    listed = links[0] if len(links) == 1 else ", ".join(links[:-1]) + " and " + links[-1]
+    return f"{text} (see {listed})"
+
+
+def automation_id(category: str) -> str:
+    """`automationDetails.id` for a category: GitHub takes what precedes the
+    last ``/`` as the category, so ``NAME`` is written ``NAME/``."""
+    return category if category.endswith("/") else category + "/"
+
+
+def _result(
+    finding: Finding, index: int, fingerprint: str, locator: _Locator, fallback: str | None
+) -> om.Result:
+    """A result; one about no file (a runtime finding) is shown at `fallback`."""
+    if finding.located:
+        where = locator.physical(finding.path, finding.span)
+    else:
+        where = None
+        if fallback is not None:  # its first line: the result is about the file as a whole
+            where = om.PhysicalLocation(artifact_location=locator.artifact(fallback), region=om.Region(start_line=1))
     related = [
         om.Location(id=i, physical_location=locator.physical(r.path, r.span), message=om.Message(text=r.message))
         for i, r in enumerate(finding.related, start=1)
@@ -107,10 +148,11 @@ def _result(finding: Finding, index: int, fingerprint: str, locator: _Locator) -
         rule_id=finding.rule,
         rule_index=index,
         level=finding.severity.value,
-        message=om.Message(text=finding.message),
-        locations=[om.Location(physical_location=locator.physical(finding.path, finding.span))],
+        message=om.Message(text=linked_message(finding.message, tuple(r.message for r in finding.related))),
+        locations=[om.Location(physical_location=where)] if where is not None else None,
         related_locations=related or None,
         partial_fingerprints={FINGERPRINT_KEY: fingerprint},
+        properties=dict(finding.properties) or None,  # a runtime finding's measured values
     )
 
 
@@ -135,12 +177,15 @@ def build_log(
     options: RenderOptions,
     catalogue: tuple[Any, ...] | None = None,
     invocation_properties: dict[str, Any] | None = None,
+    location: str | None = None,
 ) -> dict[str, Any]:
     """The SARIF log as a JSON-ready dict.
 
     `catalogue` is what `tool.driver.rules` lists: the static rules by
     default, the runtime checks for `ddplint doctor`, whose environment
-    record goes into `invocation_properties`.
+    record goes into `invocation_properties`. `location` (a path relative to
+    the working directory) is where results about no file are shown, at its
+    first line: code scanning rejects a result without a location.
     """
     rules = all_rules() if catalogue is None else catalogue
     index = {rule.code: i for i, rule in enumerate(rules)}
@@ -164,7 +209,7 @@ def build_log(
                 rules=[_descriptor(rule) for rule in rules],
             )
         ),
-        results=[_result(f, index[f.rule], p, locator) for f, p in zip(findings, prints)],
+        results=[_result(f, index[f.rule], p, locator, location) for f, p in zip(findings, prints)],
         invocations=[
             om.Invocation(
                 execution_successful=not any(n.internal for n in notices),
@@ -172,7 +217,9 @@ def build_log(
                 properties=invocation_properties,
             )
         ],
-        automation_details=om.RunAutomationDetails(id=options.sarif_category) if options.sarif_category else None,
+        automation_details=(
+            om.RunAutomationDetails(id=automation_id(options.sarif_category)) if options.sarif_category else None
+        ),
         column_kind="unicodeCodePoints",
         original_uri_base_ids={SRCROOT: _srcroot(locator)},
     )

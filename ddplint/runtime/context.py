@@ -58,6 +58,10 @@ class DoctorRequest:
     exit_zero: bool = False
     debug: bool = False
     color: bool = False
+    #: SARIF: where results are shown (they are about the machine, not a
+    #: file; see `ddplint.runtime.location`), and the code-scanning category.
+    sarif_location: str | None = None
+    sarif_category: str | None = None
 
     def to_json(self) -> str:
         data = asdict(self)

@@ -1,8 +1,9 @@
 """The doctor's report as text (a checklist), JSON, SARIF or GitHub annotations.
 
 JSON and SARIF reuse the linter's finding objects; SARIF lists the runtime
-checks as its rules and carries the environment record (and the ranks) in
-``invocations[0].properties``.
+checks as its rules, shows every result at one file (code scanning needs a
+location: see `ddplint.runtime.location`) and carries the environment record
+(and the ranks) in ``invocations[0].properties``.
 """
 
 from __future__ import annotations
@@ -130,6 +131,7 @@ def render(report: DoctorReport, output_format: OutputFormat, options: RenderOpt
 
     properties = {"environment": report.environment, "ranks": [row.to_json() for row in report.rows],
                   "world_size": report.world_size, "backend": report.backend}  # fmt: skip
-    log = build_log(findings, options, catalogue=all_checks(), invocation_properties=properties)
+    log = build_log(findings, options, catalogue=all_checks(), invocation_properties=properties,
+                    location=options.sarif_location)  # fmt: skip
     return json.dumps(log, indent=2, default=str) + "\n"
 

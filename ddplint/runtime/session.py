@@ -19,6 +19,7 @@ from ddplint.runtime.probes.loader import ProbeError, resolve
 from ddplint.runtime.render import render
 from ddplint.runtime.rendezvous import Rendezvous
 from ddplint.runtime.report import DoctorReport
+from ddplint.runtime.location import results_location
 from ddplint.runtime.verdict import verdict
 
 
@@ -150,7 +151,10 @@ def _show_native_log(text: str, info: RankInfo, debug: bool) -> None:
 
 def _report(request: DoctorRequest, report: DoctorReport, output: str | None, html: str | None = None) -> int:
     fmt = OutputFormat(request.output_format)
-    options = RenderOptions(cwd=request.options.cwd, color=request.color and output is None)
+    options = RenderOptions(
+        cwd=request.options.cwd, color=request.color and output is None,
+        sarif_category=request.sarif_category, sarif_location=results_location(request),
+    )  # fmt: skip
     _write(render(report, fmt, options), output)
     if html is not None:
         from ddplint.runtime.html import render_html
