@@ -71,7 +71,10 @@ class CpuTensorCollective(Rule):
     a module whose process group uses NCCL (a literal `"nccl"` backend, or
     no backend while the module uses CUDA). A CPU tensor passed to a
     function of the module that sends its parameter as it is
-    (`reduce_value(t)` calling `dist.all_reduce(t)`) is flagged at the call.
+    (`reduce_value(t)` calling `dist.all_reduce(t)`) is flagged at the call,
+    and so is a tensor kept on `self` (`self.total = torch.tensor(0.0)` in a
+    meter) when every assignment of that attribute in the module is a CPU
+    tensor.
 
     Not flagged: tensors created with `device=...` or moved with
     `.cuda()`/`.to(device)`, `*_object` collectives (they pickle),
@@ -131,6 +134,21 @@ class CpuTensorCollective(Rule):
         self.sending: dict[cst.FunctionDef, dict[cst.Param, str]] = {}
         #: Calls of module functions: (call, statement, targets, [(keyword, position, shown)] of CPU arguments).
         self.calls: list[tuple[cst.Call, cst.CSTNode, tuple, list[tuple[str | None, int, str]]]] = []
+        #: Whether each assignment of `self.<name>` puts a CPU tensor there (meters keep counters on `self`).
+        self.attributes: dict[str, list[bool]] = {}
+        #: Collectives sending `self.<name>`, judged after the walk against every assignment of it.
+        self.attribute_sites: list[tuple[cst.Call, cst.CSTNode, str, str]] = []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            name = _self_attribute(target.target)
+            if name is not None:
+                self.attributes.setdefault(name, []).append(self._on_cpu(node.value, 0))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        name = _self_attribute(node.target)
+        if name is not None and node.value is not None:
+            self.attributes.setdefault(name, []).append(self._on_cpu(node.value, 0))
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         """`total += n` keeps the device of `total` (read before the name is bound again)."""
@@ -168,6 +186,8 @@ class CpuTensorCollective(Rule):
             self.sites.append((node, ctx.statement(), ctx.module.code_for_node(tensor)))
         elif isinstance(tensor, cst.Name):
             self._note_parameter(tensor, node)
+        elif (name := _self_attribute(tensor)) is not None:
+            self.attribute_sites.append((node, ctx.statement(), ctx.module.code_for_node(tensor), name))
 
     def _note_parameter(self, tensor: cst.Name, call: cst.Call) -> None:
         """`def reduce_value(t): dist.all_reduce(t)`: the helper sends what its callers pass."""
@@ -310,7 +330,12 @@ class CpuTensorCollective(Rule):
             return  # a gloo group carries CPU tensors; factories default to CUDA here
         if not (_NCCL.search(source) or ("init_process_group" in source and "cuda" in source)):
             return
-        for node, statement, tensor in self.sites:
+        sites = list(self.sites)
+        for node, statement, tensor, name in self.attribute_sites:
+            assigned = self.attributes.get(name)
+            if assigned and all(assigned):  # every assignment of it in the module is a CPU tensor
+                sites.append((node, statement, tensor))
+        for node, statement, tensor in sites:
             self.report(
                 node,
                 f"`{tensor}` is a CPU tensor, but this module's process group uses NCCL, which only moves CUDA "
@@ -345,6 +370,13 @@ class CpuTensorCollective(Rule):
                 if param is not None and param in sending:
                     return shown, target.name.value, sending[param]
         return None
+
+
+def _self_attribute(node: cst.BaseExpression) -> str | None:
+    """`name` for `self.name`."""
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return node.attr.value
+    return None
 
 
 def _handles_cpu(backend: cst.BaseExpression) -> bool:
