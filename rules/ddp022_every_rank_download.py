@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ddplint.analysis.classes import base_names
 from ddplint.analysis.execution import Runs
 from ddplint.analysis.names import last_name
 from ddplint.analysis.rank import GuardKind, Site
@@ -21,6 +22,12 @@ DOWNLOADS = frozenset(
 )  # fmt: skip
 #: Helpers that download by name, whichever module defines them (BLIP's `download_url`).
 DOWNLOAD_NAMES = frozenset({"download_url", "download_and_extract_archive", "urlretrieve", "download_file"})
+#: Calls that run a command line, and the tools that download to a file.
+SHELL_CALLS = frozenset(
+    {"subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output", "subprocess.Popen",
+     "os.system"}
+)  # fmt: skip
+DOWNLOAD_TOOLS = ("wget", "gdown")
 
 
 class EveryRankDownload(Rule):
@@ -28,16 +35,21 @@ class EveryRankDownload(Rule):
     ## What it does
 
     Flags a download that more than one rank runs into the same place: a
-    `torchvision`/`torchaudio`/`torchtext` dataset built with
-    `download=True`, `urllib.request.urlretrieve`, `wget.download`,
-    `gdown.download`, `torch.hub.download_url_to_file`, torchvision's
+    `torchvision`/`torchaudio`/`torchtext` dataset (or a module class
+    derived from one) built with `download=True`,
+    `urllib.request.urlretrieve`, `wget.download`, `gdown.download`,
+    `torch.hub.download_url_to_file`, torchvision's
     `download_url`/`download_and_extract_archive` (and helpers of those
-    names).
+    names, under any import alias), and `wget` run through
+    `subprocess`/`os.system`. Lightning's `setup()` and `*_dataloader()`
+    hooks run in every process, so a download there counts too (download in
+    `prepare_data()`).
 
     Not flagged: downloads under a rank guard (`if local_rank == 0:`, one
     per node, is the usual fix), inside a rank-staggered block
     (`with accelerator.main_process_first():`), in a one-process branch, or
-    in the launcher before `mp.spawn`.
+    in the launcher before `mp.spawn`, and a destination that depends on the
+    rank (`f"/tmp/rank{rank}"`: more traffic, but no race).
 
     ## Why is this bad?
 
@@ -75,7 +87,7 @@ class EveryRankDownload(Rule):
     requires = frozenset({"rank"})
     distributed_only = True
     tokens = ("download", "urlretrieve", "download_url", "download_url_to_file", "download_and_extract_archive",
-              "download_file")  # fmt: skip
+              "download_file", "wget")  # fmt: skip
     tags = ("correctness", "data-loading")
 
     def __init__(self, ctx) -> None:
@@ -91,10 +103,13 @@ class EveryRankDownload(Rule):
             return
         names = ctx.qualified_names(node.func)
         shown = f"`{ctx.module.code_for_node(node.func)}(...)`"
-        if any(n and n.startswith(DATASET_PACKAGES) for n in names) and _downloads(node):
-            self.sites.append((ctx.rank.site(node), f"{shown} with `download=True`"))
-        elif names & DOWNLOADS or (last_name(node.func) in DOWNLOAD_NAMES and not _defined_here(node, ctx)):
-            self.sites.append((ctx.rank.site(node), shown))
+        site = ctx.rank.site(node, ctx.rank.deps_of_all(a.value for a in node.args))
+        if self._dataset(node, names) and _downloads(node):
+            self.sites.append((site, f"{shown} with `download=True`"))
+        elif names & DOWNLOADS or (_download_name(node, names) and not _defined_here(node, ctx)):
+            self.sites.append((site, shown))
+        elif names & SHELL_CALLS and _runs_download_tool(node):
+            self.sites.append((site, f"{shown} running `wget`"))
         else:
             return
         self.order.append(("download", self.sites[-1][0]))
@@ -107,6 +122,8 @@ class EveryRankDownload(Rule):
             runs = rank.runs(site)
             if not runs.many or self._after_zero_first(site):
                 continue
+            if rank.is_rank_dependent(site.deps):
+                continue  # `/tmp/rank{rank}/`: each rank has its own destination (N× the traffic, no race)
             self.report(
                 site.node,
                 f"{shown} runs on {runs.value}: they all download into the same path at once and can read each "
@@ -132,6 +149,39 @@ class EveryRankDownload(Rule):
             kind == "barrier" and s.function is site.function
             for first in downloads for kind, s in self.order[first + 1 : index]
         )
+
+
+    def _dataset(self, node: cst.Call, names: frozenset) -> bool:
+        """A dataset of the catalogued packages, or a module class derived from one
+        (`class IndexedCIFAR10(datasets.CIFAR10)` runs the same `download()`)."""
+        if any(n and n.startswith(DATASET_PACKAGES) for n in names):
+            return True
+        if not isinstance(node.func, cst.Name):
+            return False
+        classes = [v for v in self.ctx.values_of(node.func) if isinstance(v, cst.ClassDef)]
+        return any(n.startswith(DATASET_PACKAGES) for c in classes for n in base_names(c, self.ctx))
+
+
+def _download_name(call: cst.Call, names: frozenset) -> bool:
+    """A helper named for a download, as written or as imported (`download_url as fetch`)."""
+    return last_name(call.func) in DOWNLOAD_NAMES or any(n and n.rsplit(".", 1)[-1] in DOWNLOAD_NAMES for n in names)
+
+
+def _runs_download_tool(call: cst.Call) -> bool:
+    """`subprocess.run(["wget", url, ...])`, `os.system(f"wget {url} -P data")`."""
+    if not call.args:
+        return False
+    command = call.args[0].value
+    first: str | None = None
+    if isinstance(command, (cst.List, cst.Tuple)) and command.elements:
+        element = command.elements[0].value
+        first = element.evaluated_value if isinstance(element, cst.SimpleString) else None
+    elif isinstance(command, cst.SimpleString):
+        first = command.evaluated_value.split(" ", 1)[0]
+    elif isinstance(command, cst.FormattedString) and command.parts:
+        part = command.parts[0]
+        first = part.value.split(" ", 1)[0] if isinstance(part, cst.FormattedStringText) else None
+    return isinstance(first, str) and first in DOWNLOAD_TOOLS
 
 
 def _downloads(call: cst.Call) -> bool:

@@ -35,6 +35,15 @@ def inherits_from(classdef: cst.ClassDef, bases: frozenset[str], ctx: FileContex
     return any(ctx.qualified_names(base) & bases for base in _bases(classdef, ctx))
 
 
+def base_names(classdef: cst.ClassDef, ctx: FileContext) -> frozenset[str]:
+    """The qualified names of the classes `classdef` derives from (through
+    module classes), for matching by package: ``torchvision.datasets.CIFAR10``."""
+    result: set[str] = set()
+    for base in _bases(classdef, ctx):
+        result |= {n for n in ctx.qualified_names(base) if n}
+    return frozenset(result)
+
+
 def imported_bases(classdef: cst.ClassDef, ctx: FileContext) -> frozenset[str]:
     """The imported classes `classdef` derives from (through module classes),
     as qualified names, for the whole-project analysis."""

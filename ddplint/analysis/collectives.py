@@ -22,7 +22,7 @@ deliberately absent: calling them on some ranks only is their purpose.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from ddplint.analysis.catalogue import covering_needles
 from ddplint.analysis.names import last_name
@@ -191,6 +191,27 @@ def in_lazy_initialization(stack: Sequence[cst.CSTNode]) -> bool:
             ):
                 return True
     return False
+
+
+def performing_functions(
+    direct: Iterable[cst.FunctionDef], calls: Iterable[tuple[cst.FunctionDef | None, Iterable[cst.FunctionDef]]]
+) -> set[cst.FunctionDef]:
+    """The module functions that perform a collective on every call: those in
+    `direct` (a collective in their own body, under no rank guard) and, to a
+    fixed point, the callers of those; `calls` are (caller, targets) of the
+    calls that run whenever their caller runs (the call graph's references
+    under no rank guard). detectron2's `comm.synchronize()` returns early in
+    a one-process run and calls `dist.barrier()` otherwise: it performs one."""
+    found = set(direct)
+    pending = [(caller, tuple(targets)) for caller, targets in calls if caller is not None]
+    changed = True
+    while changed:
+        changed = False
+        for caller, targets in pending:
+            if caller not in found and any(t in found for t in targets):
+                found.add(caller)
+                changed = True
+    return found
 
 
 def collective_name(call: cst.Call, ctx: FileContext) -> str | None:

@@ -14,7 +14,8 @@ a distributed job execute it, once the walk is over:
 * `Runs.UNKNOWN` when nothing in the module runs the function: its callers
   are elsewhere. A function whose own code shows that it runs on every rank
   (it joins the process group, builds an `Accelerator`, wraps a model) is an
-  entry point even so.
+  entry point even so, and so is a hook that Lightning calls in every process
+  (`LIGHTNING_EVERY_PROCESS_HOOKS` of a `LightningModule`/`LightningDataModule`).
 
 `repeated(site)` says whether the site runs again and again: inside a
 training loop (one that takes optimisation steps), a loop around one (the
@@ -26,6 +27,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING, Iterable
 
+from ddplint.analysis.classes import base_names
 from ddplint.analysis.rank_sets import RankSets
 from ddplint.lazy import cst
 
@@ -51,6 +53,17 @@ class Runs(enum.Enum):
         """More than one rank runs it, on every job of more than two ranks."""
         return self in (Runs.ALL, Runs.ALL_BUT_ONE)
 
+
+#: Hooks that Lightning runs in every process of the job (`prepare_data`, not
+#: among them, runs on one process per node; per-step hooks are left out).
+LIGHTNING_EVERY_PROCESS_HOOKS = frozenset(
+    {
+        "setup", "configure_model", "configure_sharded_model", "train_dataloader", "val_dataloader",
+        "test_dataloader", "predict_dataloader",
+    }
+)  # fmt: skip
+_LIGHTNING_PACKAGES = ("lightning.", "pytorch_lightning.")
+_LIGHTNING_CLASSES = frozenset({"LightningModule", "LightningDataModule"})
 
 #: Rank sets ordered by size: a union is the larger, an intersection the smaller.
 ORDER = (Runs.ONE, Runs.SOME, Runs.PER_NODE, Runs.ALL_BUT_ONE, Runs.ALL)
@@ -234,7 +247,17 @@ class ExecutionModel:
                 owner = graph.class_of(function)
                 if function in evidence or (owner is not None and owner in evidence):
                     entries.append(function)
+                elif owner is not None and function.name.value in LIGHTNING_EVERY_PROCESS_HOOKS:
+                    if self._lightning_class(owner):
+                        entries.append(function)
         return entries
+
+    def _lightning_class(self, owner: cst.ClassDef) -> bool:
+        """Whether a module class derives from Lightning's `LightningModule`/`LightningDataModule`."""
+        return any(
+            name.startswith(_LIGHTNING_PACKAGES) and name.rsplit(".", 1)[-1] in _LIGHTNING_CLASSES
+            for name in base_names(owner, self.rank.ctx)
+        )
 
     def parent(self) -> set:
         """Functions only the launcher runs (before and after it starts the workers)."""

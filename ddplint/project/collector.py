@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable, Mapping
 from ddplint.analysis.classes import imported_bases
 from ddplint.analysis.collectives import collective_name, in_lazy_initialization
 from ddplint.analysis.data import dataset_kind
+from ddplint.analysis.file_io import writes_a_path
 from ddplint.analysis.seeding import class_draws
 from ddplint.lazy import cst
 from ddplint.project.summary import EXTERNAL_ROOTS, Symbol
@@ -61,6 +62,11 @@ class SummaryCollector:
         #: Calls of imported names that a linted module may define, with their
         #: guards and function: where a collective helper would change DDP001.
         self.helper_calls: list[tuple[tuple[str, ...], tuple, tuple, cst.FunctionDef | None]] = []
+        #: Imported names called as a statement of their own (`comm.synchronize()`): if
+        #: they perform a collective, they order a rank-zero write before a read (DDP021).
+        self.statement_calls: dict[cst.FunctionDef | None, set[str]] = defaultdict(set)
+        #: The guards of each function's writes to a path (`torch.save`, `save_pretrained`, ...).
+        self.writes: dict[cst.FunctionDef | None, list[tuple]] = defaultdict(list)
 
     def _top_level(self) -> bool:
         """Whether the node being visited is outside every function and class."""
@@ -101,6 +107,10 @@ class SummaryCollector:
             if linted and ctx.runs("rank") and not ctx.facts:
                 inner, outer = ctx.rank.guards()
                 self.helper_calls.append((linted, inner, outer, ctx.enclosing_function()))
+                if len(ctx.stack) > 1 and isinstance(ctx.stack[-2], cst.Expr):
+                    self.statement_calls[ctx.enclosing_function()].update(linted)
+        if self.consulted_wanted and ctx.runs("rank") and not ctx.facts and writes_a_path(node, ctx):
+            self.writes[ctx.enclosing_function()].append(ctx.rank.guards()[0])
         if not self.symbols_wanted:
             return
         function = ctx.enclosing_function()
@@ -151,7 +161,10 @@ class SummaryCollector:
         """Imported names called under a rank guard, or in a function that a
         call under a rank guard reaches: only there does a collective inside
         them hang some ranks (elsewhere every rank makes the call, and the
-        module's own summary passes the collective on to its importers)."""
+        module's own summary passes the collective on to its importers); and
+        those called as a statement of their own in a function that writes a
+        path under a rank guard, where a collective is the barrier between the
+        write and the other ranks' read (DDP021)."""
         if not self.helper_calls:
             return ()
         guarded = self.ctx.rank.any_rank_guard
@@ -160,6 +173,10 @@ class SummaryCollector:
             q for linted, inner, outer, function in self.helper_calls
             if function in reached or guarded(inner) or guarded(outer) for q in linted
         }  # fmt: skip
+        selects = self.ctx.rank.selects_ranks
+        for function, called in self.statement_calls.items():
+            if any(selects(guards) for guards in self.writes.get(function, ())):
+                names |= called
         return tuple(sorted(names))
 
     def _reached_under_rank_guards(self, guarded: Callable[[tuple], bool]) -> set[cst.FunctionDef]:
