@@ -44,7 +44,7 @@ _REGISTRY: dict[str, type[Rule]] = {}
 
 #: The shared analyses a rule may require (`engine.context.OPTIONAL_ANALYSES`;
 #: named here because this module must not import LibCST).
-KNOWN_ANALYSES = frozenset({"rank", "loops", "data"})
+KNOWN_ANALYSES = frozenset({"rank", "loops", "data", "rank_kinds"})
 
 
 class RuleDefinitionError(TypeError):

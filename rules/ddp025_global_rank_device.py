@@ -15,16 +15,28 @@ class GlobalRankDevice(Rule):
     ## What it does
 
     Flags a GPU picked with the *global* rank: `torch.cuda.set_device(rank)`,
-    `model.to(rank)`/`.cuda(rank)`, `DDP(..., device_ids=[rank])`,
-    `torch.device("cuda", rank)` and `f"cuda:{rank}"` (also through a
-    variable holding one of those), where `rank` comes from `RANK`,
-    `dist.get_rank()`, `SLURM_PROCID` or `accelerator.process_index`.
+    `with torch.cuda.device(rank):`, `model.to(rank)`/`.cuda(rank)`,
+    `DDP(..., device_ids=[rank])`, `torch.device("cuda", rank)`,
+    `f"cuda:{rank}"` (and torchtitan's `f"{device_type}:{rank}"`), and
+    `from_pretrained(..., device_map={"": rank})` (also through a variable
+    holding one of those), where `rank` comes from `RANK`,
+    `dist.get_rank()`, `SLURM_PROCID`, `accelerator.process_index` or
+    `node_rank * ngpus_per_node + gpu`.
+
+    What a variable or attribute visibly holds wins over its name:
+    `local_rank = dist.get_rank()` and `args.local_rank =
+    int(os.environ["RANK"])` are global ranks. Attributes are followed
+    through their assignments in the module (DETR-style `args.rank =
+    int(os.environ["RANK"])` then `args.gpu = args.rank`); an attribute
+    assigned different kinds of rank in different places is left alone.
 
     Not flagged: the local rank (`LOCAL_RANK`, `SLURM_LOCALID`,
     `accelerator.local_process_index`), the global rank modulo the GPUs of
-    a node (`rank % torch.cuda.device_count()`), and a rank whose origin is
-    not visible (the index `mp.spawn` passes a worker is a local rank), and
-    test files (`tests/`, `test_*.py`: they run their ranks on one node).
+    a node (`rank % torch.cuda.device_count()`), the rank within a group
+    (`dist.get_rank(node_group)`), a rank whose origin is not visible (the
+    index `mp.spawn` passes a worker is a local rank; a `local_rank`
+    parameter is taken at its word), and test files (`tests/`,
+    `test_*.py`: they run their ranks on one node).
 
     ## Why is this bad?
 
@@ -64,8 +76,9 @@ class GlobalRankDevice(Rule):
     severity = Severity.WARNING
     summary = "A GPU picked with the global rank: the second node asks for devices it does not have."
     tokens = ("set_device", "device_ids", "device_id", "device_map", "cuda", "device", "output_device")
-    #: A global rank must be in sight.
-    context_tokens = GLOBAL_RANK_TEXT
+    #: A global rank must be in sight (or the node rank it is computed from).
+    context_tokens = (*GLOBAL_RANK_TEXT, "node_rank", "per_node", "nr *")
+    requires = frozenset({"rank_kinds"})
     distributed_only = True
     tags = ("correctness", "multi-node")
 
@@ -73,6 +86,9 @@ class GlobalRankDevice(Rule):
         super().__init__(ctx)
         self.seen: set[int] = set()
         self.skip = False
+        #: Findings that relied on attribute assignments, checked again once
+        #: all of them are known: (call, statement, shown, snapshot).
+        self.pending: list[tuple[cst.Call, cst.CSTNode, str, dict]] = []
 
     def visit_Module(self, node: cst.Module) -> None:
         self.skip = is_test_file(self.ctx.path)  # single-node tests: the global rank is the local one
@@ -82,13 +98,26 @@ class GlobalRankDevice(Rule):
             return
         ctx = self.ctx
         for index in device_index_arguments(node, ctx):
-            if id(index) in self.seen or rank_kind(index, ctx) != GLOBAL:
+            consulted: set[str] = set()
+            if id(index) in self.seen or rank_kind(index, ctx, consulted=consulted) != GLOBAL:
                 continue
             self.seen.add(id(index))
             shown = ctx.module.code_for_node(index)
-            self.report(
-                node,
-                f"`{shown}` is the global rank, but a GPU index must be local to the node: on the second "
-                "node this asks for a device that does not exist; use `LOCAL_RANK` "
-                f"(or `{shown} % torch.cuda.device_count()`)",
-            )
+            if consulted:  # `args.gpu = args.rank`: a later assignment may still change it
+                self.pending.append((node, ctx.statement(), shown, ctx.rank_kinds.snapshot(consulted)))
+            else:
+                self._report(node, shown)
+
+    def finish(self) -> None:
+        for node, statement, shown, snapshot in self.pending:
+            if not self.ctx.rank_kinds.changed(snapshot):
+                self._report(node, shown, statement)
+
+    def _report(self, node: cst.Call, shown: str, statement: cst.CSTNode | None = None) -> None:
+        self.report(
+            node,
+            f"`{shown}` is the global rank, but a GPU index must be local to the node: on the second "
+            "node this asks for a device that does not exist; use `LOCAL_RANK` "
+            f"(or `{shown} % torch.cuda.device_count()`)",
+            statement=statement,
+        )

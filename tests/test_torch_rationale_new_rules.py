@@ -201,6 +201,69 @@ def test_ddp017_forward_through_module_lets_the_replicas_drift(tmp_path) -> None
     assert difference["ddp_model(x)"] == 0.0, difference
 
 
+class _TwoHeads(torch.nn.Module):
+    """`forward` uses `body` and `head`; `extra` is reached only by calling it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = torch.nn.Linear(8, 8)
+        self.head = torch.nn.Linear(8, 1)
+        self.extra = torch.nn.Linear(8, 1)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+def _bypass_shapes(rank: int, init_file: str, out) -> None:
+    """Three steps per shape on each rank's own batches; rank 0 reports how
+    far the replicas' weights differ, or the error the backward raised."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    _init(rank, 2, init_file)
+    try:
+        for shape, unused in (("child", False), ("mixed", False), ("mixed", True)):
+            torch.manual_seed(0)
+            ddp_model = DistributedDataParallel(_TwoHeads(), find_unused_parameters=unused)
+            optimizer = torch.optim.SGD(ddp_model.parameters(), lr=0.1)
+            data = torch.Generator().manual_seed(100 + rank)
+            key = f"{shape}, find_unused_parameters={unused}"
+            try:
+                for _ in range(3):
+                    a, b = torch.randn(16, 8, generator=data), torch.randn(16, 8, generator=data)
+                    optimizer.zero_grad()
+                    if shape == "child":  # `model.module.head(model.module.body(x))`
+                        loss = ddp_model.module.head(ddp_model.module.body(a)).pow(2).mean()
+                    else:  # `model(a) + model.module.extra(b)`
+                        loss = ddp_model(a).sum() + ddp_model.module.extra(b).sum()
+                    loss.backward()
+                    optimizer.step()
+            except RuntimeError as error:
+                out[key] = str(error)
+                continue
+            weights = torch.nn.utils.parameters_to_vector(ddp_model.module.parameters()).detach()
+            gathered = [torch.zeros_like(weights) for _ in range(2)]
+            dist.all_gather(gathered, weights)
+            if rank == 0:
+                out[key] = float((gathered[0] - gathered[1]).abs().max())
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.slow
+def test_ddp017_child_forwards_drift_and_a_mixed_step_is_fragile(tmp_path) -> None:
+    with mp.Manager() as manager:
+        out = manager.dict()
+        _run_ranks(_bypass_shapes, 2, str(tmp_path / "init"), out)
+        found = dict(out)
+    # Children of the bare module (CLIP's encode_*, a backbone): nothing is reduced.
+    assert found["child, find_unused_parameters=False"] > 1e-3, found
+    # The wrapper's forward in the same step armed the reducer: the sum is reduced
+    # (hence a warning, not an error) ...
+    assert found["mixed, find_unused_parameters=False"] == 0.0, found
+    # ... but with find_unused_parameters a parameter only the bypass reaches breaks the backward.
+    assert "mark a variable ready only once" in str(found["mixed, find_unused_parameters=True"]), found
+
+
 # --- DDP021 rank-zero-write-without-barrier / DDP001 ---------------------------
 
 

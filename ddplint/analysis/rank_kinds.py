@@ -11,7 +11,8 @@ where names resolve; only certain answers are given, anything else is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections import defaultdict
+from typing import TYPE_CHECKING, Optional
 
 from ddplint.analysis import catalogue
 from ddplint.analysis.names import last_name
@@ -33,13 +34,37 @@ _TRANSPARENT = frozenset({"builtins.int", "builtins.str"})
 _MAX_DEPTH = 6
 
 
-def rank_kind(node: cst.BaseExpression, ctx: FileContext, depth: int = 0) -> str | None:
-    """`GLOBAL`, `LOCAL`, or None (not a rank, or not known which)."""
+#: Attribute name -> the kinds of the values assigned to it, in walk order.
+AttributeKinds = dict[str, list[Optional[str]]]
+
+
+def rank_kind(
+    node: cst.BaseExpression, ctx: FileContext, depth: int = 0, consulted: set[str] | None = None
+) -> str | None:
+    """`GLOBAL`, `LOCAL`, or None (not a rank, or not known which).
+
+    What a name or attribute visibly holds wins over what it is called
+    (`local_rank = dist.get_rank()` is the global rank); the name decides
+    only when the value is unknown (a parameter). Attributes are followed
+    through their assignments in the module when the `RankKinds` analysis
+    runs; `consulted` collects the attribute names the answer relied on.
+    """
+    attributes = ctx.rank_kinds.attributes if ctx.runs("rank_kinds") else None
+    return _kind(node, ctx, depth, attributes, consulted)
+
+
+def _kind(
+    node: cst.BaseExpression, ctx: FileContext, depth: int, attributes: AttributeKinds | None, consulted: set[str] | None
+) -> str | None:
     if depth > _MAX_DEPTH:
         return None
     depth += 1
+
+    def kind(child: cst.BaseExpression) -> str | None:
+        return _kind(child, ctx, depth, attributes, consulted)
+
     if isinstance(node, cst.BinaryOperation):
-        if isinstance(node.operator, cst.Modulo) and rank_kind(node.left, ctx, depth) is not None:
+        if isinstance(node.operator, cst.Modulo) and kind(node.left) is not None:
             return LOCAL  # `rank % torch.cuda.device_count()`: the GPU index on a uniform node
         if isinstance(node.operator, cst.Add) and isinstance(node.left, cst.BinaryOperation):
             if isinstance(node.left.operator, cst.Multiply) and _mentions_rank(node):
@@ -56,20 +81,68 @@ def rank_kind(node: cst.BaseExpression, ctx: FileContext, depth: int = 0) -> str
         if names & _ENV_GETTERS and node.args:
             return _env_kind(_string(node.args[0].value))
         if names & _TRANSPARENT and len(node.args) == 1:
-            return rank_kind(node.args[0].value, ctx, depth)
+            return kind(node.args[0].value)
         return None
     if isinstance(node, cst.Attribute):
         name = node.attr.value
+        if attributes is not None and name in attributes:
+            if consulted is not None:
+                consulted.add(name)
+            assigned = set(attributes[name])
+            if assigned != {None}:  # `args.gpu = args.rank`, `args.local_rank = int(os.environ["RANK"])`
+                return assigned.pop() if len(assigned) == 1 else None
         return GLOBAL if name in GLOBAL_ATTRIBUTES else LOCAL if name in LOCAL_ATTRIBUTES else None
     if isinstance(node, cst.Name):
         values = [v for v in ctx.values_of(node) if isinstance(v, cst.BaseExpression)]
         if values:  # what it holds, whatever it is called (`local_rank = dist.get_rank()`)
-            kinds = {rank_kind(v, ctx, depth) for v in values}
+            kinds = {kind(v) for v in values}
             return kinds.pop() if len(kinds) == 1 else None
         if node.value in ("global_rank", "world_rank"):
             return GLOBAL
         return LOCAL if node.value == "local_rank" else None
     return None
+
+
+class RankKinds:
+    """Walker analysis: which rank each attribute is assigned, by attribute
+    name (`args.rank = int(os.environ["RANK"])`, `args.gpu = args.rank`).
+
+    The kind is read where the assignment is, since names resolve there. A
+    constant (`args.gpu = 0`, `args.local_rank = -1`: the one-process
+    fallback) is no rank and is left out. Kinds are final after the walk; a
+    use answered earlier can be checked against them with `changed`.
+    """
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.attributes: AttributeKinds = defaultdict(list)
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._record(target.target, node.value)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._record(node.target, node.value)
+
+    def _record(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if not isinstance(target, cst.Attribute) or _constant(value):
+            return
+        self.attributes[target.attr.value].append(_kind(value, self.ctx, 0, self.attributes, None))
+
+    def snapshot(self, names: set[str]) -> dict[str, frozenset]:
+        """The kinds assigned so far to each of `names`."""
+        return {name: frozenset(self.attributes.get(name, ())) for name in names}
+
+    def changed(self, snapshot: dict[str, frozenset]) -> bool:
+        """Whether a later assignment changed what those attributes may hold."""
+        return any(frozenset(self.attributes.get(name, ())) != kinds for name, kinds in snapshot.items())
+
+
+def _constant(value: cst.BaseExpression) -> bool:
+    if isinstance(value, cst.UnaryOperation):
+        value = value.expression
+    return isinstance(value, (cst.Integer, cst.SimpleString)) or (isinstance(value, cst.Name) and value.value == "None")
 
 
 def _env_key(node: cst.Subscript, ctx: FileContext) -> str | None:
@@ -112,9 +185,18 @@ def device_index_arguments(call: cst.Call, ctx: FileContext) -> list[cst.BaseExp
             found += [e.value for e in arg.value.elements]
         elif arg.keyword.value in ("device_id", "device", "output_device"):
             found.append(arg.value)
-        elif arg.keyword.value == "device_map" and isinstance(arg.value, cst.Dict):
-            found += [e.value for e in arg.value.elements if isinstance(e, cst.DictElement)]
+        elif arg.keyword.value == "device_map":
+            mapping = _dict_value(arg.value, ctx)  # `device_map={"": state.process_index}`, or a name bound to it
+            if mapping is not None:
+                found += [e.value for e in mapping.elements if isinstance(e, cst.DictElement)]
     return [_device_index(e, ctx) for e in found]
+
+
+def _dict_value(node: cst.BaseExpression, ctx: FileContext) -> cst.Dict | None:
+    if isinstance(node, cst.Name):
+        values = ctx.values_of(node)
+        node = values[0] if len(values) == 1 else node
+    return node if isinstance(node, cst.Dict) else None
 
 
 def _device_index(node: cst.BaseExpression, ctx: FileContext) -> cst.BaseExpression:

@@ -17,6 +17,7 @@ from ddplint.analysis.data import DataAnalysis
 from ddplint.analysis.distributed import DistributedContext, launched_per_rank, runs_per_rank
 from ddplint.analysis.loops import TrainingLoops
 from ddplint.analysis.rank import RankAnalysis
+from ddplint.analysis.rank_kinds import RankKinds
 from ddplint.analysis.scope import QualNames, ScopeTracker
 from ddplint.config.settings import Settings
 from ddplint.project.facts import NO_FACTS, FileFacts
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 Message = Union[str, Callable[[Callable[[cst.CSTNode], Span]], str]]
 
 #: The optional analyses a rule can ask for with ``requires``.
-OPTIONAL_ANALYSES = {"rank": RankAnalysis, "loops": TrainingLoops, "data": DataAnalysis}
+OPTIONAL_ANALYSES = {"rank": RankAnalysis, "loops": TrainingLoops, "data": DataAnalysis, "rank_kinds": RankKinds}
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,11 @@ class FileContext:
     def rank(self) -> RankAnalysis:
         """The rank analysis (only for rules with ``requires = {"rank"}``)."""
         return self._optional["rank"]  # type: ignore[return-value]
+
+    @property
+    def rank_kinds(self) -> RankKinds:
+        """Which rank attributes are assigned (only for rules with ``requires = {"rank_kinds"}``)."""
+        return self._optional["rank_kinds"]  # type: ignore[return-value]
 
     @property
     def data(self) -> DataAnalysis:
