@@ -42,7 +42,7 @@ def entry_key(content: bytes, display: str, settings: Settings, extra: str = "")
     the result depends on (the facts of the file's imports, whether a
     summary is wanted)."""
     hashed = hashlib.sha256()
-    _update(hashed, __version__.encode(), str(_FORMAT).encode(), display.encode(), settings.key().encode(), extra.encode(), content)
+    _update(hashed, *map(_bytes, (__version__, str(_FORMAT), display, settings.key(), extra)), content)
     return hashed.hexdigest()
 
 
@@ -50,10 +50,16 @@ def run_key(files: Iterable[tuple[bytes, str, Settings]], extra: str = "") -> st
     """The key of a whole run over `files` (content digest, display,
     settings), in order: any file added, removed or changed gives another key."""
     hashed = hashlib.sha256()
-    _update(hashed, b"run", __version__.encode(), str(_FORMAT).encode(), extra.encode())
+    _update(hashed, b"run", *map(_bytes, (__version__, str(_FORMAT), extra)))
     for content, display, settings in files:
-        _update(hashed, display.encode(), settings.key().encode(), content)
+        _update(hashed, _bytes(display), _bytes(settings.key()), content)
     return hashed.hexdigest()
+
+
+def _bytes(text: str) -> bytes:
+    """`text` as UTF-8; a file name that is not UTF-8 (its bytes held as
+    surrogate escapes, as `os.fsdecode` makes them) as those bytes."""
+    return text.encode("utf-8", "surrogateescape")
 
 
 def _update(digest: Any, *parts: bytes) -> None:

@@ -15,7 +15,7 @@ from ddplint.reporters.text import plural
 from ddplint.report import Report
 from ddplint.cache import Cache, default_cache_dir
 from ddplint.fixing import FixMode, write_fixed
-from ddplint.paths import project_root, shown_path
+from ddplint.paths import printable, project_root, shown_path
 from ddplint.runner import available_cpus, lint_paths, lint_stdin, project_index, tune_gc
 
 STDIN = Path("-")
@@ -140,7 +140,7 @@ def exit_status(report: Report, fail_on: Severity, exit_zero: bool) -> int:
 
 def _print_notices(report: Report, debug: bool) -> None:
     for notice in report.notices:
-        print(f"{notice.path}: {notice.level.value}: {notice.message}", file=sys.stderr)
+        print(printable(f"{notice.path}: {notice.level.value}: {notice.message}"), file=sys.stderr)
         if debug and notice.detail:
             print(notice.detail, file=sys.stderr, end="")
 
@@ -163,7 +163,7 @@ def _fix_summary(report: Report, diff: bool) -> str:
 def _apply_fixes(request: CheckRequest, report: Report, stdin: bytes | None) -> None:
     """Write the fixed files, the fixed standard input, or the diff, to where they go."""
     if request.diff:
-        sys.stdout.write("".join(f.diff() for f in report.fixed))
+        sys.stdout.write(printable("".join(f.diff() for f in report.fixed)))
     elif stdin is not None:  # editors' format-on-save: the whole (fixed) source on stdout
         if report.fixed:
             sys.stdout.write(report.fixed[0].after)
