@@ -108,3 +108,87 @@ def test_a_strict_utf8_terminal_gets_the_escapes(undecodable) -> None:
     run = run_script(".", "--no-cache", cwd=undecodable, env={"PYTHONIOENCODING": "utf-8:strict"})
     assert run.status == 1 and "Traceback" not in run.stderr and run.stderr == ""
     assert "b\\xff.py:3:5: DDP001" in run.stdout
+
+
+# ------------------------------------------------------------- a damaged cache
+
+
+def _entries(project: Path, text: str) -> list[Path]:
+    return [e for e in (project / ".ddplint_cache").rglob("*.json") if text in e.read_text(encoding="utf-8")]
+
+
+def test_a_one_byte_edit_in_a_cache_entry_changes_nothing(ddplint, tmp_path) -> None:
+    write(tmp_path, {"a.py": HANG})
+    cold = ddplint(".", "--format", "json", cwd=tmp_path)
+    entries = _entries(tmp_path, "the job hangs")
+    assert cold.status == 1 and entries
+    originals = {e: e.read_bytes() for e in entries}
+    for entry in entries:  # still valid JSON, still a well-typed result: only the checksum tells
+        entry.write_bytes(entry.read_bytes().replace(b"the job hangs", b"the job hangz"))
+    warm = ddplint(".", "--format", "json", "--debug", cwd=tmp_path)
+    assert warm.status == 1 and warm.json() == cold.json()
+    debug = [line for line in warm.stderr.splitlines() if line.startswith("ddplint: debug: cache entry ")]
+    assert debug and all(line.endswith("checksum mismatch; ignored, linted again and rewritten") for line in debug)
+    assert {e: e.read_bytes() for e in entries} == originals  # rewritten
+    assert ddplint(".", "--format", "json", cwd=tmp_path).stderr == ""  # and quiet without --debug
+
+
+def test_a_null_path_in_a_cache_entry_does_not_break_later_runs(ddplint, tmp_path) -> None:
+    write(tmp_path, {"a.py": HANG})
+    cold = ddplint(".", "--format", "json", cwd=tmp_path)
+    for entry in _entries(tmp_path, "the job hangs"):
+        payload = json.loads(entry.read_text(encoding="utf-8"))
+        for finding in payload["result"]["findings"]:
+            finding["related"][0][0] = None
+        entry.write_text(json.dumps(payload), encoding="utf-8")
+    for fmt in ("json", "sarif", "github", "gitlab", "json"):  # the last: after the entries were rewritten
+        run = ddplint(".", "--format", fmt, cwd=tmp_path)
+        assert run.status == 1 and run.stderr == "", (fmt, run.stderr)
+    assert run.json() == cold.json()
+
+
+def test_a_cache_entry_of_the_wrong_types_is_refused(tmp_path) -> None:
+    """Whatever wrote it (with a right checksum), a `null` path or a string
+    line number is not a result: the entry is a miss, and says why."""
+    from ddplint.cache import Cache
+    from ddplint.model import Finding, Related, Severity, Span
+    from ddplint.result import FileResult
+
+    heard: list[str] = []
+    cache = Cache(tmp_path / "cache", on_bad_entry=heard.append)
+    good = Finding("DDP001", "x", Severity.ERROR, "m", "a.py", Span(3, 5, 3, 19), (Related("a.py", Span(2, 1, 2, 9), "g"),))
+    broken = {
+        "null-related-path": FileResult((Finding(**{**good.__dict__, "related": (Related(None, Span(2, 1, 2, 9), "g"),)}),)),
+        "string-line": FileResult((Finding(**{**good.__dict__, "span": Span("3", 5, 3, 19)}),)),
+        "bool-parsed": FileResult((good,), parsed=1),
+    }
+    cache.put("ok", FileResult((good,), parsed=True))
+    for key, result in broken.items():
+        cache.put(key, result)
+    assert cache.get("ok") == FileResult((good,), parsed=True)
+    assert [cache.get(key) for key in broken] == [None, None, None]
+    assert len(heard) == 3 and all("not a lint result (TypeError: FileResult." in line for line in heard)
+    assert "FileResult.findings[0].related[0].path: expected str, got NoneType" in heard[0]
+
+
+def _limited(limit: int):
+    """For a subprocess: files it writes cannot grow past `limit` bytes (as on a full disk)."""
+
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def test_failed_cache_writes_leave_no_temporary_files(tmp_path) -> None:
+    write(tmp_path, {f"m{i}.py": HANG for i in range(5)})
+    for _ in range(2):
+        proc = subprocess.run(
+            [console_script(), ".", "--debug"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+            preexec_fn=_limited(100),  # the cache's .gitignore fits; no entry does
+        )  # fmt: skip
+        assert proc.returncode == 1 and proc.stdout.count(": DDP001 ") == 5, proc.stderr
+        assert "cache: cannot write " in proc.stderr and "Traceback" not in proc.stderr
+    left = [p.name for p in (tmp_path / ".ddplint_cache").rglob("*") if p.is_file()]
+    assert left == [".gitignore"]
+

@@ -124,7 +124,13 @@ def _lint(request: CheckRequest, resolver: ConfigResolver, stdin: bytes | None) 
 def _cache(request: CheckRequest, resolver: ConfigResolver) -> Cache | None:
     if not request.cache:
         return None
-    return Cache(request.cache_dir or default_cache_dir(project_root(resolver.cwd)))
+    directory = request.cache_dir or default_cache_dir(project_root(resolver.cwd))
+    return Cache(directory, on_bad_entry=_debug_line if request.debug else None)
+
+
+def _debug_line(message: str) -> None:
+    """A `--debug` line on stderr (what went wrong that changed no result)."""
+    print(printable(f"ddplint: debug: {message}"), file=sys.stderr)
 
 
 def exit_status(report: Report, fail_on: Severity, exit_zero: bool) -> int:
