@@ -192,3 +192,64 @@ def test_failed_cache_writes_leave_no_temporary_files(tmp_path) -> None:
     left = [p.name for p in (tmp_path / ".ddplint_cache").rglob("*") if p.is_file()]
     assert left == [".gitignore"]
 
+
+# ------------------------------------------- directories the walk cannot enter
+
+
+def _deep_tree(root: Path, levels: int, name: str = "d" * 200) -> None:
+    """`root/d…/d…/…` `levels` deep, past PATH_MAX (4096) when deep enough,
+    with a finding in `x.py` at levels 2 and `levels` (built through
+    directory descriptors: no path this long can be named)."""
+    root.mkdir()
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for level in range(1, levels + 1):
+            os.mkdir(name, dir_fd=fd)
+            inner = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+            if level in (2, levels):
+                out = os.open("x.py", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+                os.write(out, HANG.encode())
+                os.close(out)
+    finally:
+        os.close(fd)
+
+
+def test_a_path_longer_than_path_max_is_one_notice(ddplint, tmp_path) -> None:
+    write(tmp_path, {"ok.py": HANG})
+    _deep_tree(tmp_path / "deep", 25)
+    run = ddplint(".", "--format", "json", cwd=tmp_path)
+    assert run.status == 1 and "Traceback" not in run.stderr
+    paths = sorted(f["path"] for f in run.json())
+    assert paths[-1] == "ok.py" and paths[0] == "deep/" + "/".join(["d" * 200] * 2) + "/x.py"
+    assert len(paths) == 2
+    (notice,) = run.stderr.splitlines()
+    assert notice.endswith(": error: cannot read directory: File name too long")
+
+
+def test_an_unreadable_directory_is_one_notice(ddplint, tmp_path, monkeypatch) -> None:
+    write(tmp_path, {"ok.py": HANG, "locked/inner.py": HANG, "z/after.py": HANG})
+    locked = tmp_path / "locked"
+    os.chmod(locked, 0)
+    if os.geteuid() == 0:  # root enters mode-000 directories: fail as the kernel would for a user
+        inside = str(locked) + os.sep
+
+        def refusing(real, listing: bool):
+            def call(path, *args, **kwargs):
+                if os.fspath(path).startswith(inside) or (listing and os.fspath(path) == str(locked)):
+                    raise PermissionError(13, "Permission denied", os.fspath(path))
+                return real(path, *args, **kwargs)
+
+            return call
+
+        monkeypatch.setattr(os, "stat", refusing(os.stat, listing=False))
+        monkeypatch.setattr(os, "scandir", refusing(os.scandir, listing=True))
+    try:
+        run = ddplint(".", "--format", "json", cwd=tmp_path)
+    finally:
+        monkeypatch.undo()
+        os.chmod(locked, 0o755)
+    assert run.status == 1 and "Traceback" not in run.stderr
+    assert sorted(f["path"] for f in run.json()) == ["ok.py", "z/after.py"]
+    assert run.stderr == "locked: error: cannot read directory: Permission denied\n"
