@@ -253,3 +253,45 @@ def test_an_unreadable_directory_is_one_notice(ddplint, tmp_path, monkeypatch) -
     assert run.status == 1 and "Traceback" not in run.stderr
     assert sorted(f["path"] for f in run.json()) == ["ok.py", "z/after.py"]
     assert run.stderr == "locked: error: cannot read directory: Permission denied\n"
+
+
+# ---------------------------------------------- explicit paths that cannot be read
+
+
+def test_explicit_broken_links_are_notices_and_the_rest_is_linted(ddplint, tmp_path) -> None:
+    write(tmp_path, {"a.py": HANG, "z.py": HANG})
+    (tmp_path / "gone.py").symlink_to("missing.py")
+    (tmp_path / "self.py").symlink_to("self.py")
+    run = ddplint("gone.py", "a.py", "self.py", "z.py", "--format", "json", cwd=tmp_path)
+    assert run.status == 1
+    assert sorted(f["path"] for f in run.json()) == ["a.py", "z.py"]
+    assert run.stderr.splitlines() == [
+        "gone.py: error: broken symlink (points to missing.py: No such file or directory); not linted",
+        "self.py: error: broken symlink (points to self.py: Too many levels of symbolic links); not linted",
+    ]
+
+
+def test_an_explicit_unreadable_file_is_a_notice_not_a_usage_error(ddplint, tmp_path, monkeypatch) -> None:
+    write(tmp_path, {"a.py": HANG, "secret.py": HANG, "z.py": HANG})
+    secret = tmp_path / "secret.py"
+    os.chmod(secret, 0)
+    if os.geteuid() == 0:  # root may read mode-000 files: refuse as the kernel would for a user
+        real_access, real_read = os.access, Path.read_bytes
+        monkeypatch.setattr(os, "access", lambda p, mode, **kw: Path(p).name != "secret.py" and real_access(p, mode, **kw))
+
+        def read_bytes(self: Path) -> bytes:
+            if self.name == "secret.py":
+                raise PermissionError(13, "Permission denied")
+            return real_read(self)
+
+        monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    run = ddplint("a.py", "secret.py", "z.py", "--format", "json", cwd=tmp_path)
+    assert run.status == 1, run.stderr
+    assert sorted(f["path"] for f in run.json()) == ["a.py", "z.py"]
+    assert run.stderr == "secret.py: error: cannot read file: Permission denied\n"
+
+
+def test_a_missing_explicit_path_is_still_a_usage_error(ddplint, tmp_path) -> None:
+    write(tmp_path, {"a.py": HANG})
+    run = ddplint("a.py", "nothere.py", cwd=tmp_path)
+    assert run.status == 2 and run.stderr == "ddplint: error: path does not exist: nothere.py\n"

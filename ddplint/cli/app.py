@@ -80,7 +80,10 @@ def _root(
 
 @app.command()
 def check(
-    paths: Annotated[Optional[List[Path]], typer.Argument(help="Files or directories (default: .); - for stdin.")] = None,
+    # readable=False: an unreadable path is the run's one-line notice (exit 1), not click's usage error
+    paths: Annotated[
+        Optional[List[Path]], typer.Argument(help="Files or directories (default: .); - for stdin.", readable=False)
+    ] = None,
     output_format: Annotated[
         OutputFormat, typer.Option("--format", "--output-format", help="Output format.", case_sensitive=False)
     ] = OutputFormat.TEXT,

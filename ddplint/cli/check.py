@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,11 +101,9 @@ def _lint(request: CheckRequest, resolver: ConfigResolver, stdin: bytes | None) 
     if stdin is not None:
         return lint_stdin(stdin, "<stdin>", resolver, fix=request.fix_mode)
     paths = paths or [Path(".")]
-    for path in paths:
-        if not (path.exists() or path.is_symlink()):
+    for path in paths:  # a broken symlink or an unreadable path is reported by the run, which goes on
+        if _missing(path):
             raise UsageError(f"path does not exist: {path}")
-        if not path.exists():
-            raise UsageError(f"path is a broken symlink: {path}")
     jobs = request.jobs if request.jobs is not None else available_cpus()
     if jobs < 1:
         raise UsageError(f"--jobs: expected a positive number, got {jobs}")
@@ -119,6 +118,18 @@ def _lint(request: CheckRequest, resolver: ConfigResolver, stdin: bytes | None) 
         project=request.project,
         fix=request.fix_mode,
     )
+
+
+def _missing(path: Path) -> bool:
+    """Whether nothing is at `path` (not even a broken link); a path that
+    cannot be looked at (no search permission above it) is there."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _cache(request: CheckRequest, resolver: ConfigResolver) -> Cache | None:
