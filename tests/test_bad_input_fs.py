@@ -295,3 +295,66 @@ def test_a_missing_explicit_path_is_still_a_usage_error(ddplint, tmp_path) -> No
     write(tmp_path, {"a.py": HANG})
     run = ddplint("a.py", "nothere.py", cwd=tmp_path)
     assert run.status == 2 and run.stderr == "ddplint: error: path does not exist: nothere.py\n"
+
+
+# ------------------------------------------------------------ bad configuration
+
+
+def _config_error(ddplint, project: Path, toml: str, *args: str) -> str:
+    """The one line a bad config gives (exit 2, no traceback); nothing is linted."""
+    write(project, {"pyproject.toml": toml, "a.py": HANG})
+    run = ddplint(".", *args, cwd=project)
+    assert run.status == 2 and run.stdout == "" and run.stderr.count("\n") == 1, run.stderr
+    assert run.stderr.startswith("ddplint: error: ")
+    return run.stderr[len("ddplint: error: ") : -1]
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+def test_deeply_nested_toml_is_a_config_error_naming_the_file(ddplint, tmp_path, depth) -> None:
+    toml = "[tool.ddplint]\nselect = " + "[" * depth + "]" * depth + "\n"
+    message = _config_error(ddplint, tmp_path, toml)
+    assert message == "pyproject.toml: invalid TOML: arrays or tables nested too deeply"
+    # and as --config, from anywhere
+    (tmp_path / "cfg").mkdir()
+    write(tmp_path / "cfg", {"deep.toml": "x = " + "{a = " * depth + "1" + "}" * depth + "\n"})
+    (tmp_path / "pyproject.toml").unlink()
+    run = ddplint(".", "--config", "cfg/deep.toml", cwd=tmp_path)
+    assert run.status == 2 and run.stderr == "ddplint: error: cfg/deep.toml: invalid TOML: arrays or tables nested too deeply\n"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        ('"!"', "not a gitignore-style pattern"),
+        ('"\\\\"', "not a gitignore-style pattern"),  # one backslash
+        ('"[z-a]"', "bad character range z-a"),
+    ],
+)
+@pytest.mark.parametrize("key", ["exclude", "extend-exclude", "per-file-ignores"])
+def test_a_glob_pattern_the_matcher_rejects_is_a_config_error(ddplint, tmp_path, pattern, reason, key) -> None:
+    value = f"{{ {pattern} = [\"DDP001\"] }}" if key == "per-file-ignores" else f"[{pattern}]"
+    message = _config_error(ddplint, tmp_path, f"[tool.ddplint]\n{key} = {value}\n")
+    shown = {'"!"': "'!'", '"\\\\"': "'\\\\'", '"[z-a]"': "'[z-a]'"}[pattern]
+    assert message == f"pyproject.toml: [tool.ddplint] {key}: invalid glob pattern {shown}: {reason}"
+
+
+@pytest.mark.parametrize("key", ["select", "extend-select", "ignore"])
+@pytest.mark.parametrize("value", ['[""]', '["  "]', '["DDP001", ""]'])
+def test_an_empty_selector_in_the_config_is_refused(ddplint, tmp_path, key, value) -> None:
+    message = _config_error(ddplint, tmp_path, f"[tool.ddplint]\n{key} = {value}\n")
+    assert message == f"pyproject.toml: [tool.ddplint] {key}: empty rule code or prefix"
+
+
+def test_an_empty_selector_in_per_file_ignores_is_refused(ddplint, tmp_path) -> None:
+    message = _config_error(ddplint, tmp_path, '[tool.ddplint]\nper-file-ignores = { "a.py" = [""] }\n')
+    assert message == "pyproject.toml: [tool.ddplint] per-file-ignores: 'a.py': empty rule code or prefix"
+
+
+@pytest.mark.parametrize("option", ["--select", "--extend-select", "--ignore"])
+@pytest.mark.parametrize("value", ["", " ", "DDP001,", ",DDP001"])
+def test_an_empty_selector_on_the_command_line_is_a_usage_error(ddplint, tmp_path, option, value) -> None:
+    """`--select "$UNSET_VAR"` ran no rule and passed."""
+    write(tmp_path, {"a.py": HANG})
+    run = ddplint(".", option, value, cwd=tmp_path)
+    assert run.status == 2 and run.stdout == ""
+    assert run.stderr == f"ddplint: error: {option}: empty rule code or prefix (an unset variable?)\n"

@@ -63,6 +63,12 @@ def _split(values: Optional[List[str]]) -> tuple[str, ...]:
     return tuple(v.strip().upper() for value in values or () for v in value.split(",") if v.strip())
 
 
+def _selectors(values: List[str]) -> tuple[str, ...]:
+    """``--select A,B --select C`` -> ("A", "B", "C"), keeping empty items
+    (``--select ""``, ``--select A,``) as "" for `check` to refuse."""
+    return tuple(v.strip().upper() for value in values for v in value.split(","))
+
+
 def _version_callback(value: bool) -> None:
     if value:
         typer.echo(f"ddplint {__version__}")
@@ -139,9 +145,9 @@ def check(
         output_format=output_format,
         output=output,
         sarif_category=sarif_category,
-        select=_split(select) if select else None,
-        extend_select=_split(extend_select),
-        ignore=_split(ignore),
+        select=_selectors(select) if select else None,
+        extend_select=_selectors(extend_select or []),
+        ignore=_selectors(ignore or []),
         fail_on=fail_on,
         preview=True if preview else None,
         exit_zero=exit_zero,

@@ -70,6 +70,8 @@ class CheckRequest:
 
 def _check_selectors(option: str, selectors: tuple[str, ...] | None) -> None:
     for selector in selectors or ():
+        if not selector:
+            raise UsageError(f"{option}: empty rule code or prefix (an unset variable?)")
         if not is_known_selector(selector):
             raise UsageError(f"{option}: unknown rule code or prefix {selector!r}")
 
