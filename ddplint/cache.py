@@ -129,7 +129,7 @@ class Cache:
             payload = json.loads(self._path(key).read_bytes())
         except FileNotFoundError:
             return None  # a plain miss
-        except (OSError, ValueError) as exc:  # ValueError: not JSON, not UTF-8
+        except (OSError, ValueError, RecursionError) as exc:  # not JSON, not UTF-8, nested past the parser
             self._bad(key, f"unreadable ({getattr(exc, 'strerror', None) or exc})")
             return None
         if not isinstance(payload, dict) or payload.get("format") != _FORMAT or payload.get("key") != key:

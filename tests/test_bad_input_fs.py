@@ -171,6 +171,17 @@ def test_a_cache_entry_of_the_wrong_types_is_refused(tmp_path) -> None:
     assert "FileResult.findings[0].related[0].path: expected str, got NoneType" in heard[0]
 
 
+@pytest.mark.parametrize("damage", ["[" * 100_000 + "]" * 100_000, '{"format": 5, "key": null}', "\udcff"])
+def test_an_entry_that_is_no_entry_is_a_miss(ddplint, tmp_path, damage) -> None:
+    write(tmp_path, {"a.py": HANG})
+    cold = ddplint(".", "--format", "json", cwd=tmp_path)
+    for entry in _entries(tmp_path, '"format"'):
+        entry.write_bytes(damage.encode("utf-8", "surrogateescape"))
+    warm = ddplint(".", "--format", "json", "--debug", cwd=tmp_path)
+    assert warm.status == 1 and warm.json() == cold.json()
+    assert "ddplint: debug: cache entry " in warm.stderr and "Traceback" not in warm.stderr
+
+
 def _limited(limit: int):
     """For a subprocess: files it writes cannot grow past `limit` bytes (as on a full disk)."""
 

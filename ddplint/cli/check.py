@@ -130,7 +130,7 @@ def _missing(path: Path) -> bool:
     except (FileNotFoundError, NotADirectoryError):
         return True
     except OSError:
-        return False
+        pass  # there, but not to be looked at: the run says so
     return False
 
 
