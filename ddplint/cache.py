@@ -32,7 +32,7 @@ from ddplint.typecheck import check_types
 
 CACHE_DIR_NAME = ".ddplint_cache"
 ENV_CACHE_DIR = "DDPLINT_CACHE_DIR"
-_FORMAT = 5
+_FORMAT = 6  # 6: entries carry a checksum
 
 
 def default_cache_dir(project_root: Path) -> Path:
