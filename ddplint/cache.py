@@ -4,30 +4,35 @@ An entry's name is a hash of everything its findings depend on: the file's
 bytes, the path it is shown as, ddplint's version and the effective
 settings. A changed file, config or ddplint therefore misses the cache and is
 linted again. Entries are written atomically (temporary file, then rename),
-so concurrent runs never see half an entry; an entry that does not decode,
-or that another version wrote, is ignored and rewritten. The directory
-holds a `.gitignore` of `*` so it never gets committed.
+so concurrent runs never see half an entry, and a write that fails (a full
+disk) removes its temporary file. Each entry carries a checksum of its
+content, and a result read back must hold values of the declared types: an
+entry that does not decode, fails either check, or that another version
+wrote, is ignored (``--debug`` says so), linted again and rewritten. The
+directory holds a `.gitignore` of `*` so it never gets committed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ddplint import __version__
 from ddplint.config.settings import Settings
 from ddplint.result import FileResult
 from ddplint.model import Applicability, Edit, Finding, Fix, Notice, NoticeLevel, Related, Severity, Span
 from ddplint.project.summary import ModuleSummary
+from ddplint.typecheck import check_types
 
 CACHE_DIR_NAME = ".ddplint_cache"
 ENV_CACHE_DIR = "DDPLINT_CACHE_DIR"
-_FORMAT = 5
+_FORMAT = 6  # 6: entries carry a checksum
 
 
 def default_cache_dir(project_root: Path) -> Path:
@@ -42,7 +47,7 @@ def entry_key(content: bytes, display: str, settings: Settings, extra: str = "")
     the result depends on (the facts of the file's imports, whether a
     summary is wanted)."""
     hashed = hashlib.sha256()
-    _update(hashed, __version__.encode(), str(_FORMAT).encode(), display.encode(), settings.key().encode(), extra.encode(), content)
+    _update(hashed, *map(_bytes, (__version__, str(_FORMAT), display, settings.key(), extra)), content)
     return hashed.hexdigest()
 
 
@@ -50,10 +55,16 @@ def run_key(files: Iterable[tuple[bytes, str, Settings]], extra: str = "") -> st
     """The key of a whole run over `files` (content digest, display,
     settings), in order: any file added, removed or changed gives another key."""
     hashed = hashlib.sha256()
-    _update(hashed, b"run", __version__.encode(), str(_FORMAT).encode(), extra.encode())
+    _update(hashed, b"run", *map(_bytes, (__version__, str(_FORMAT), extra)))
     for content, display, settings in files:
-        _update(hashed, display.encode(), settings.key().encode(), content)
+        _update(hashed, _bytes(display), _bytes(settings.key()), content)
     return hashed.hexdigest()
+
+
+def _bytes(text: str) -> bytes:
+    """`text` as UTF-8; a file name that is not UTF-8 (its bytes held as
+    surrogate escapes, as `os.fsdecode` makes them) as those bytes."""
+    return text.encode("utf-8", "surrogateescape")
 
 
 def _update(digest: Any, *parts: bytes) -> None:
@@ -63,61 +74,99 @@ def _update(digest: Any, *parts: bytes) -> None:
 
 
 class Cache:
-    """A directory of cached `FileResult`s."""
+    """A directory of cached `FileResult`s.
 
-    def __init__(self, directory: Path) -> None:
+    `on_bad_entry`, when given, hears about every entry that was there but
+    could not be used (``--debug`` prints them), and about writes that failed.
+    """
+
+    def __init__(self, directory: Path, on_bad_entry: Callable[[str], None] | None = None) -> None:
         self.directory = directory
         self._prepared = False
+        self._on_bad_entry = on_bad_entry
+        #: Set by the first failed write (a full disk): no more are tried this run.
+        self._unwritable = False
 
     def _path(self, key: str) -> Path:
         return self.directory / __version__ / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> FileResult | None:
-        """The cached result, or None (missing, corrupt or foreign entries alike)."""
-        try:
-            return _decode(self._read(key)["result"])
-        except (ValueError, KeyError, TypeError):
+        """The cached result, or None (missing, damaged or foreign entries alike)."""
+        content = self._read(key, "result")
+        if content is None:
             return None
+        try:
+            result = _decode(content)
+            check_types(result)
+        except Exception as exc:  # noqa: BLE001 - whatever the entry holds, it is only a cache miss
+            self._bad(key, f"not a lint result ({type(exc).__name__}: {exc})")
+            return None
+        return result
 
     def put(self, key: str, result: FileResult) -> None:
         """Store a result; failures to write are ignored (the cache is an optimisation)."""
         if any(n.internal for n in result.notices):
             return  # never cache a ddplint bug
-        self._write(key, {"result": _encode(result)})
+        self._write(key, "result", _encode(result))
 
     def get_keys(self, key: str) -> list[str] | None:
         """A list of entry keys stored under `key` (a whole run's), or None."""
-        try:
-            keys = self._read(key)["keys"]
-        except (ValueError, KeyError, TypeError):
+        keys = self._read(key, "keys")
+        if keys is None:
             return None
-        return keys if isinstance(keys, list) and all(isinstance(k, str) for k in keys) else None
+        if isinstance(keys, list) and all(isinstance(k, str) for k in keys):
+            return keys
+        self._bad(key, "not a list of entry keys")
+        return None
 
     def put_keys(self, key: str, keys: list[str]) -> None:
-        self._write(key, {"keys": keys})
+        self._write(key, "keys", keys)
 
-    def _read(self, key: str) -> dict[str, Any]:
+    def _read(self, key: str, kind: str) -> Any:
+        """The `kind` content of the entry `key`: None when there is none, or
+        when it is damaged (reported), of another format, or for another key."""
         try:
-            payload = json.loads(self._path(key).read_text(encoding="utf-8"))
-        except OSError:
-            raise ValueError(key) from None
+            payload = json.loads(self._path(key).read_bytes())
+        except FileNotFoundError:
+            return None  # a plain miss
+        except (OSError, ValueError, RecursionError) as exc:  # not JSON, not UTF-8, nested past the parser
+            self._bad(key, f"unreadable ({getattr(exc, 'strerror', None) or exc})")
+            return None
         if not isinstance(payload, dict) or payload.get("format") != _FORMAT or payload.get("key") != key:
-            raise ValueError(key)
-        return payload
+            self._bad(key, "of another format or key")
+            return None
+        if kind not in payload or payload.get("sha256") != _checksum(key, kind, payload[kind]):
+            self._bad(key, "checksum mismatch")
+            return None
+        return payload[kind]
 
-    def _write(self, key: str, content: dict[str, Any]) -> None:
-        """Write an entry atomically (readers never see half of one)."""
+    def _bad(self, key: str, reason: str) -> None:
+        if self._on_bad_entry is not None:
+            self._on_bad_entry(f"cache entry {self._path(key)}: {reason}; ignored, linted again and rewritten")
+
+    def _write(self, key: str, kind: str, content: Any) -> None:
+        """Write an entry atomically (readers never see half of one); a
+        write that fails leaves nothing behind, and stops the writes of this
+        run (on a full disk every one would fail, each costing a file)."""
+        if self._unwritable:
+            return
         path = self._path(key)
+        payload = json.dumps({"format": _FORMAT, "key": key, "sha256": _checksum(key, kind, content), kind: content})
+        temporary = None
         try:
             self._prepare()
             path.parent.mkdir(parents=True, exist_ok=True)
-            payload = json.dumps({"format": _FORMAT, "key": key, **content})
             fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(payload)
             os.replace(temporary, path)
-        except OSError:
-            pass
+        except OSError as exc:
+            if temporary is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
+            self._unwritable = True
+            if self._on_bad_entry is not None:
+                self._on_bad_entry(f"cache: cannot write {path}: {exc.strerror or exc}; no more entries written this run")
 
     def _prepare(self) -> None:
         if self._prepared:
@@ -134,6 +183,13 @@ class Cache:
             return False
         shutil.rmtree(self.directory)
         return True
+
+
+def _checksum(key: str, kind: str, content: Any) -> str:
+    """The SHA-256 of an entry's content in one canonical JSON spelling (so a
+    changed byte anywhere in it, even one that still decodes, is noticed)."""
+    canonical = json.dumps([key, kind, content], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
 def _span(span: Span) -> list[int]:
@@ -173,4 +229,4 @@ def _decode(data: dict[str, Any]) -> FileResult:
     )  # fmt: skip
     notices = tuple(Notice(p, m, NoticeLevel(level)) for p, m, level in data["notices"])
     summary = data.get("summary")
-    return FileResult(findings, notices, bool(data["parsed"]), None if summary is None else ModuleSummary.from_json(summary))
+    return FileResult(findings, notices, data["parsed"], None if summary is None else ModuleSummary.from_json(summary))

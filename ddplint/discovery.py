@@ -61,15 +61,27 @@ def discover(paths: list[Path], resolver: ConfigResolver, force_exclude: bool = 
     for path in paths:
         absolute = path if path.is_absolute() else resolver.cwd / path
         display = os.path.normpath(str(path))
-        if absolute.is_dir():
+        if _is_dir(absolute):
             walker = _DirectoryWalker(resolver, found, absolute)
             ignores = _ancestor_ignores(absolute)
             if _ignored(absolute, True, ignores):
                 ignores = ()  # the user named an ignored directory: lint it
             walker.walk(absolute, display, ignores, frozenset())
-        elif not force_exclude or not _excluded_file(absolute, resolver):
+        elif force_exclude and _excluded_file(absolute, resolver):
+            continue
+        elif os.path.islink(absolute) and not os.path.exists(absolute):
+            found.notices.append(Notice(display, _broken_link_reason(absolute)))
+        else:  # a file that cannot be read is reported when it is read
             found.files.append(SourceFile(absolute, display))
     return found
+
+
+def _is_dir(path: Path) -> bool:
+    """Whether `path` is a directory; False where it cannot be looked at."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def _excluded_file(path: Path, resolver: ConfigResolver) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -27,7 +28,8 @@ def relative_uri(path: str, cwd: Path, root: Path, absolute_paths: bool = False)
     absolute = Path(os.path.abspath(cwd / path))
     if absolute_paths:
         return absolute.as_uri(), False
-    return quote(Path(os.path.relpath(absolute, root)).as_posix()), True
+    # Percent-encoded from the name's bytes: a name that is not UTF-8 keeps them.
+    return quote(os.fsencode(Path(os.path.relpath(absolute, root)).as_posix())), True
 
 
 def shown_path(path: str, cwd: Path, absolute_paths: bool = False) -> str:
@@ -37,6 +39,24 @@ def shown_path(path: str, cwd: Path, absolute_paths: bool = False) -> str:
     if os.path.isabs(path):
         return os.path.relpath(path, cwd)
     return path
+
+
+#: The characters a `str` holds for bytes that are not UTF-8 (surrogate
+#: escapes, as `os.fsdecode` makes them), and lone surrogates in general.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """`text` as valid Unicode, for output: each byte of a file name that is
+    not UTF-8 (which Python holds as a surrogate escape, U+DC80-U+DCFF)
+    becomes ``\\xNN``, as `bytes.decode(errors="backslashreplace")` writes it
+    (``a\\xff.py``); any other lone surrogate becomes ``\\uNNNN``."""
+    return _SURROGATE.sub(_escape_surrogate, text) if not text.isascii() else text
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
 def is_test_file(path: str) -> bool:

@@ -86,10 +86,14 @@ def test_deep_nesting_does_not_crash(ddplint, tmp_path) -> None:
 
 
 def test_explicit_unreadable_symlink_argument(ddplint, tmp_path) -> None:
+    """README: a broken symlink gets a one-line error, exit 1, and every other
+    file is still linted (pre-commit passes staged files explicitly)."""
     (tmp_path / "link.py").symlink_to(tmp_path / "missing.py")
-    run = ddplint("link.py", cwd=tmp_path)
-    assert run.status == 2
-    assert run.stderr == "ddplint: error: path is a broken symlink: link.py\n"
+    write(tmp_path, {"real.py": BAD})
+    run = ddplint("link.py", "real.py", cwd=tmp_path)
+    assert run.status == 1
+    assert run.stderr == f"link.py: error: broken symlink (points to {tmp_path / 'missing.py'}: No such file or directory); not linted\n"
+    assert "real.py:2:1: DDP014" in run.stdout
 
 
 def test_warnings_about_the_users_code_stay_off_stderr(tmp_path: Path) -> None:

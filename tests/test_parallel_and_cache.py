@@ -40,8 +40,10 @@ def test_warm_cache_equals_cold(ddplint, tmp_path) -> None:
     # one per file, and one more per file linted again with its imports' facts (fixtures/projects)
     assert len(list(FIXTURES.rglob("*.py"))) < len(entries) < len(list(FIXTURES.rglob("*.py"))) * 2
     assert (cache / ".gitignore").read_text().splitlines()[-1] == "*"
-    warm = _json(ddplint, "fixtures", "--cache-dir", cache, cwd=REPO)
+    run = ddplint("fixtures", "--cache-dir", cache, "--format", "json", "--exit-zero", "--debug", cwd=REPO)
+    warm = run.json()
     assert sorted(cache.rglob("*.json")) == entries  # the warm run found everything
+    assert "cache entry" not in run.stderr  # every entry it wrote passes its checksum and type checks
     assert warm == cold == _json(ddplint, "fixtures", "--no-cache", cwd=REPO)
 
 

@@ -63,6 +63,12 @@ def _split(values: Optional[List[str]]) -> tuple[str, ...]:
     return tuple(v.strip().upper() for value in values or () for v in value.split(",") if v.strip())
 
 
+def _selectors(values: List[str]) -> tuple[str, ...]:
+    """``--select A,B --select C`` -> ("A", "B", "C"), keeping empty items
+    (``--select ""``, ``--select A,``) as "" for `check` to refuse."""
+    return tuple(v.strip().upper() for value in values for v in value.split(","))
+
+
 def _version_callback(value: bool) -> None:
     if value:
         typer.echo(f"ddplint {__version__}")
@@ -80,7 +86,10 @@ def _root(
 
 @app.command()
 def check(
-    paths: Annotated[Optional[List[Path]], typer.Argument(help="Files or directories (default: .); - for stdin.")] = None,
+    # readable=False: an unreadable path is the run's one-line notice (exit 1), not click's usage error
+    paths: Annotated[
+        Optional[List[Path]], typer.Argument(help="Files or directories (default: .); - for stdin.", readable=False)
+    ] = None,
     output_format: Annotated[
         OutputFormat, typer.Option("--format", "--output-format", help="Output format.", case_sensitive=False)
     ] = OutputFormat.TEXT,
@@ -136,9 +145,9 @@ def check(
         output_format=output_format,
         output=output,
         sarif_category=sarif_category,
-        select=_split(select) if select else None,
-        extend_select=_split(extend_select),
-        ignore=_split(ignore),
+        select=_selectors(select) if select else None,
+        extend_select=_selectors(extend_select or []),
+        ignore=_selectors(ignore or []),
         fail_on=fail_on,
         preview=True if preview else None,
         exit_zero=exit_zero,

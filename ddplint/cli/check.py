@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from ddplint.reporters.text import plural
 from ddplint.report import Report
 from ddplint.cache import Cache, default_cache_dir
 from ddplint.fixing import FixMode, write_fixed
-from ddplint.paths import project_root, shown_path
+from ddplint.paths import printable, project_root, shown_path
 from ddplint.runner import available_cpus, lint_paths, lint_stdin, project_index, tune_gc
 
 STDIN = Path("-")
@@ -69,6 +70,8 @@ class CheckRequest:
 
 def _check_selectors(option: str, selectors: tuple[str, ...] | None) -> None:
     for selector in selectors or ():
+        if not selector:
+            raise UsageError(f"{option}: empty rule code or prefix (an unset variable?)")
         if not is_known_selector(selector):
             raise UsageError(f"{option}: unknown rule code or prefix {selector!r}")
 
@@ -100,11 +103,9 @@ def _lint(request: CheckRequest, resolver: ConfigResolver, stdin: bytes | None) 
     if stdin is not None:
         return lint_stdin(stdin, "<stdin>", resolver, fix=request.fix_mode)
     paths = paths or [Path(".")]
-    for path in paths:
-        if not (path.exists() or path.is_symlink()):
+    for path in paths:  # a broken symlink or an unreadable path is reported by the run, which goes on
+        if _missing(path):
             raise UsageError(f"path does not exist: {path}")
-        if not path.exists():
-            raise UsageError(f"path is a broken symlink: {path}")
     jobs = request.jobs if request.jobs is not None else available_cpus()
     if jobs < 1:
         raise UsageError(f"--jobs: expected a positive number, got {jobs}")
@@ -121,10 +122,28 @@ def _lint(request: CheckRequest, resolver: ConfigResolver, stdin: bytes | None) 
     )
 
 
+def _missing(path: Path) -> bool:
+    """Whether nothing is at `path` (not even a broken link); a path that
+    cannot be looked at (no search permission above it) is there."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        pass  # there, but not to be looked at: the run says so
+    return False
+
+
 def _cache(request: CheckRequest, resolver: ConfigResolver) -> Cache | None:
     if not request.cache:
         return None
-    return Cache(request.cache_dir or default_cache_dir(project_root(resolver.cwd)))
+    directory = request.cache_dir or default_cache_dir(project_root(resolver.cwd))
+    return Cache(directory, on_bad_entry=_debug_line if request.debug else None)
+
+
+def _debug_line(message: str) -> None:
+    """A `--debug` line on stderr (what went wrong that changed no result)."""
+    print(printable(f"ddplint: debug: {message}"), file=sys.stderr)
 
 
 def exit_status(report: Report, fail_on: Severity, exit_zero: bool) -> int:
@@ -140,7 +159,7 @@ def exit_status(report: Report, fail_on: Severity, exit_zero: bool) -> int:
 
 def _print_notices(report: Report, debug: bool) -> None:
     for notice in report.notices:
-        print(f"{notice.path}: {notice.level.value}: {notice.message}", file=sys.stderr)
+        print(printable(f"{notice.path}: {notice.level.value}: {notice.message}"), file=sys.stderr)
         if debug and notice.detail:
             print(notice.detail, file=sys.stderr, end="")
 
@@ -163,7 +182,7 @@ def _fix_summary(report: Report, diff: bool) -> str:
 def _apply_fixes(request: CheckRequest, report: Report, stdin: bytes | None) -> None:
     """Write the fixed files, the fixed standard input, or the diff, to where they go."""
     if request.diff:
-        sys.stdout.write("".join(f.diff() for f in report.fixed))
+        sys.stdout.write(printable("".join(f.diff() for f in report.fixed)))
     elif stdin is not None:  # editors' format-on-save: the whole (fixed) source on stdout
         if report.fixed:
             sys.stdout.write(report.fixed[0].after)

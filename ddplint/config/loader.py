@@ -7,6 +7,7 @@ list of rule codes, got int``; the CLI prints it and exits 2.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,8 @@ def read_config_file(path: Path) -> Config | None:
         raise ConfigError(f"{shown}: cannot read: {exc.strerror or exc}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{shown}: invalid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ConfigError(f"{shown}: invalid TOML: arrays or tables nested too deeply") from None
     tool = data.get("tool", {})
     if isinstance(tool, dict) and "ddplint" in tool:
         table, where = tool["ddplint"], "[tool.ddplint] "
@@ -118,6 +121,8 @@ def _string_list(what: str) -> Callable[[object], tuple[str, ...]]:
 def _selectors(value: object) -> tuple[str, ...]:
     codes = _string_list("rule codes")(value)
     for code in codes:
+        if not code.strip():  # "" would select every rule (every code starts with it)
+            raise ValueError("empty rule code or prefix")
         if not is_known_selector(code):
             raise ValueError(f"unknown rule code or prefix {code!r}")
     return tuple(c.upper() for c in codes)
@@ -128,11 +133,32 @@ def _per_file_ignores(value: object) -> tuple[tuple[str, tuple[str, ...]], ...]:
         raise TypeError(f"expected a table of glob = [rule codes], got {_type_name(value)}")
     result = []
     for pattern, codes in value.items():
+        _check_glob(pattern)  # its message names the pattern
         try:
             result.append((pattern, _selectors(codes)))
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{pattern!r}: {exc}") from None
     return tuple(result)
+
+
+def _globs(value: object) -> tuple[str, ...]:
+    patterns = _string_list("glob patterns")(value)
+    for pattern in patterns:
+        _check_glob(pattern)
+    return patterns
+
+
+def _check_glob(pattern: str) -> None:
+    """Raise `ValueError` for a pattern the gitignore-style matcher rejects
+    (``!``, a lone backslash, ``[z-a]``), naming it."""
+    import pathspec  # here: only a config with patterns needs it
+
+    try:
+        pathspec.GitIgnoreSpec.from_lines([pattern])
+    except ValueError:
+        raise ValueError(f"invalid glob pattern {pattern!r}: not a gitignore-style pattern") from None
+    except re.error as exc:  # a bracket expression that is no character class
+        raise ValueError(f"invalid glob pattern {pattern!r}: {exc.msg}") from None
 
 
 def _severity(value: object) -> dict[str, Severity]:
@@ -187,8 +213,8 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "ignore": ("ignore", _selectors),
     "per-file-ignores": ("per_file_ignores", _per_file_ignores),
     "severity": ("severity", _severity),
-    "exclude": ("exclude", _string_list("glob patterns")),
-    "extend-exclude": ("extend_exclude", _string_list("glob patterns")),
+    "exclude": ("exclude", _globs),
+    "extend-exclude": ("extend_exclude", _globs),
     "rank-names": ("rank_names", _string_list("names")),
     "max-workers-per-rank": ("max_workers_per_rank", _positive_int),
     "max-file-size": ("max_file_size", _size),

@@ -52,7 +52,7 @@ class ConfigResolver:
         self._real_dirs: dict[Path, Path] = {}
         if self.overrides.config_file is not None:
             path = self.overrides.config_file
-            if not path.is_file():
+            if not _is_file(path):
                 raise ConfigError(f"{path}: --config file does not exist")
             self._fixed = read_config_file(path) or Config(root=path.resolve().parent, path=path)
 
@@ -74,7 +74,7 @@ class ConfigResolver:
     def _read_dir(directory: Path) -> Config | None:
         for name in (DDPLINT_TOML, PYPROJECT):
             candidate = directory / name
-            if candidate.is_file():
+            if _is_file(candidate):
                 config = read_config_file(candidate)
                 if config is not None:
                     return config
@@ -190,6 +190,16 @@ class ConfigResolver:
         if self.overrides.fail_on is not None:
             return self.overrides.fail_on
         return self.config_for_dir(self.cwd).fail_on or Severity.WARNING
+
+
+def _is_file(path: Path) -> bool:
+    """Whether `path` is a file; False where it cannot be looked at (a
+    directory without search permission, a path longer than PATH_MAX): the
+    walk reports that directory in one line, and the run goes on."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _absolute(path: Path, cwd: Path) -> Path:

@@ -35,6 +35,8 @@ def matches(selector: str, code: str) -> bool:
 def is_known_selector(selector: str) -> bool:
     """Whether `selector` selects at least one registered rule."""
     selector = selector.upper()
+    if not selector:
+        return False  # every code starts with "": it would select them all
     return selector == ALL or any(code.startswith(selector) for code in all_codes())
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
+from ddplint.paths import printable
 from ddplint.report import Report
 
 
@@ -38,6 +39,19 @@ class RenderOptions:
     absolute_paths: bool = False
     #: SARIF: the file at which results about no file are shown (`ddplint doctor`).
     sarif_location: str | None = None
+
+
+def valid_text(value: Any) -> Any:
+    """`value` (JSON-ready data) with every string valid Unicode (`printable`):
+    the name of a file that is not UTF-8 shows its bytes as ``\\xNN``, and
+    strict JSON readers, which reject lone surrogates, read the output."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(k): valid_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [valid_text(v) for v in value]
+    return value
 
 
 def renderer(fmt: OutputFormat) -> Callable[[Report, RenderOptions], str]:

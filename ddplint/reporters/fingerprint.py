@@ -25,6 +25,7 @@ def fingerprints(findings: Iterable[Finding], path_of: Callable[[Finding], str])
         key = (finding.rule, path_of(finding), " ".join(finding.snippet.split()))
         index = seen[key]
         seen[key] += 1
-        digest = hashlib.sha256("\0".join((*key, str(index))).encode("utf-8")).hexdigest()
+        text = "\0".join((*key, str(index)))
+        digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()  # a name's own bytes
         result.append(digest[:32])
     return result

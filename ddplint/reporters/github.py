@@ -7,6 +7,7 @@ GitHub shows them on the pull request's diff without code scanning.
 from __future__ import annotations
 
 from ddplint.model import Finding, Severity
+from ddplint.paths import printable
 from ddplint.reporters import RenderOptions
 from ddplint.report import Report
 
@@ -43,4 +44,4 @@ def annotation(finding: Finding) -> str:
 
 def render(report: Report, options: RenderOptions) -> str:
     """Every active finding as an annotation line."""
-    return "".join(annotation(f) + "\n" for f in report.active)
+    return printable("".join(annotation(f) + "\n" for f in report.active))

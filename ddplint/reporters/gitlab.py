@@ -13,7 +13,7 @@ from urllib.parse import unquote
 from ddplint.model import Severity
 from ddplint.paths import project_root, relative_uri
 from ddplint.report import Report
-from ddplint.reporters import RenderOptions
+from ddplint.reporters import RenderOptions, valid_text
 from ddplint.reporters.fingerprint import fingerprints
 
 _SEVERITY = {Severity.ERROR: "critical", Severity.WARNING: "major", Severity.NOTE: "minor"}
@@ -25,7 +25,7 @@ def render(report: Report, options: RenderOptions) -> str:
 
     def path_of(finding):
         uri, relative = relative_uri(finding.path, options.cwd, root, options.absolute_paths)
-        return unquote(uri) if relative else finding.path
+        return unquote(uri, errors="surrogateescape") if relative else finding.path
 
     active = report.active
     issues = [
@@ -43,4 +43,4 @@ def render(report: Report, options: RenderOptions) -> str:
         }
         for f, fingerprint in zip(active, fingerprints(active, path_of))
     ]
-    return json.dumps(issues, indent=2) + "\n"
+    return json.dumps(valid_text(issues), indent=2) + "\n"

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from ddplint.model import Finding, Span
-from ddplint.reporters import RenderOptions
+from ddplint.reporters import RenderOptions, valid_text
 from ddplint.reporters.fingerprint import fingerprints
 from ddplint.report import Report
 
@@ -52,4 +52,4 @@ def render(report: Report, options: RenderOptions) -> str:
     """The findings as a JSON array (suppressed findings left out)."""
     active = report.active
     prints = fingerprints(active, lambda f: f.path)
-    return json.dumps([finding_object(f, p) for f, p in zip(active, prints)], indent=2) + "\n"
+    return json.dumps(valid_text([finding_object(f, p) for f, p in zip(active, prints)]), indent=2) + "\n"

@@ -34,7 +34,7 @@ from ddplint.docs import REPOSITORY, help_uri, rule_markdown
 from ddplint.measured import sarif_precision
 from ddplint.model import Finding, Notice, NoticeLevel, Severity, Span
 from ddplint.paths import project_root, relative_uri
-from ddplint.reporters import RenderOptions
+from ddplint.reporters import RenderOptions, valid_text
 from ddplint.reporters.fingerprint import fingerprints
 from ddplint.rule import all_rules
 from ddplint.report import Report
@@ -246,4 +246,4 @@ def _restore_defaults(
 
 def render(report: Report, options: RenderOptions) -> str:
     """The SARIF log as indented JSON text."""
-    return json.dumps(build_log(report, options), indent=2) + "\n"
+    return json.dumps(valid_text(build_log(report, options)), indent=2) + "\n"

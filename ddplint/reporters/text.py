@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ddplint.model import Applicability, Finding, Severity
+from ddplint.paths import printable
 from ddplint.reporters import RenderOptions
 from ddplint.report import Report
 
@@ -82,4 +83,4 @@ def render(report: Report, options: RenderOptions) -> str:
     ]
     if not options.quiet:
         lines.append(summary(report))
-    return "".join(line + "\n" for line in lines)
+    return printable("".join(line + "\n" for line in lines))
