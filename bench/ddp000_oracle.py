@@ -68,17 +68,23 @@ def check_tree(root: Path, settings: Settings) -> Tally:
     for path in python_files(root):
         data = path.read_bytes()
         tally.files += 1
-        result = check_bytes(str(path), data, settings)
-        if not result.findings and any("max-file-size" in n.message for n in result.notices):
-            tally.too_large += 1
-            continue
-        ddp000 = next((f.message for f in result.findings if f.rule == SYNTAX_ERROR), None)
+        try:
+            result = check_bytes(str(path), data, settings)
+        except Exception as exc:  # noqa: BLE001 - the run would report an internal error: no DDP000
+            ddp000 = None
+            internal = f"internal error {type(exc).__name__}: {exc}"
+        else:
+            if not result.findings and any("max-file-size" in n.message for n in result.notices):
+                tally.too_large += 1
+                continue
+            ddp000 = next((f.message for f in result.findings if f.rule == SYNTAX_ERROR), None)
+            internal = next((n.message for n in result.notices if n.internal), None)
         expected = compile_verdict(data, str(path))
         if (ddp000 is None) == (expected is None):
             tally.both_accept += expected is None
             tally.both_reject += expected is not None
         else:
-            tally.disagreements.append(f"{path}: compile(): {expected or 'accepted'}; DDP000: {ddp000 or 'none'}")
+            tally.disagreements.append(f"{path}: compile(): {expected or 'accepted'}; DDP000: {ddp000 or internal or 'none'}")
     return tally
 
 
