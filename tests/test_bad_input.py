@@ -233,11 +233,12 @@ def test_max_lines_is_configurable(ddplint, tmp_path) -> None:
     assert run.status == 2 and "max-lines" in run.stderr and "Traceback" not in run.stderr
 
 
-def test_a_file_with_no_rule_token_is_not_limited_by_max_lines(ddplint, tmp_path) -> None:
-    """The limit is on what LibCST gets: CPython's check still runs on a long file."""
+def test_max_lines_skips_the_file_before_any_parse(ddplint, tmp_path) -> None:
+    """Like max-file-size: CPython's tree of a million lines costs gigabytes too."""
     write(tmp_path, {"data.py": "x=1\n" * 1_500 + "return\n", "ddplint.toml": "max-lines = 1000\n"})
     run = ddplint(".", "--no-cache", cwd=tmp_path)
-    assert "data.py:1501:1: DDP000 'return' outside function" in run.stdout and run.stderr == ""
+    assert run.stderr == "data.py: warning: 1,501 lines is above max-lines (1,000); not linted\n"
+    assert "DDP000" not in run.stdout and run.status == 0
 
 
 def test_a_named_pipe_is_refused_not_read(tmp_path) -> None:

@@ -29,8 +29,8 @@ class Settings:
     max_workers_per_rank: int = DEFAULT_MAX_WORKERS_PER_RANK
     #: Larger files get a note and are not linted (generated or vendored code).
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
-    #: Longer files get a note and are not given to LibCST (CPython's syntax
-    #: check still runs): this bounds the time and memory of one file.
+    #: Longer files get a note and are not linted (as above max-file-size):
+    #: this bounds the time and memory of one file.
     max_lines: int = DEFAULT_MAX_LINES
     #: Preview rule variants report too (``--preview``, ``preview = true``).
     preview: bool = False

@@ -60,6 +60,10 @@ def check_source(
 ) -> FileResult:
     """Lint one file's text with the rules `settings` enables, in the role
     the whole-project analysis gives it (see `ProjectRole`)."""
+    lines_over = _lines_over(text, settings.max_lines)
+    if lines_over:  # time and memory grow with the lines (LibCST's most, CPython's tree's too): bound them
+        note = f"{lines_over:,} lines is above max-lines ({settings.max_lines:,}); not linted"
+        return FileResult(notices=(Notice(path, note, NoticeLevel.WARNING),))
     facts = project.facts
     tree = python_ast(text, path)
     if isinstance(tree, SourceProblem):
@@ -91,10 +95,6 @@ def check_source(
             imports = dataclasses.replace(imports, consulted=())  # filled in by the walk
     if not rules and not walk_for_summary:
         return FileResult(summary=imports)
-    lines_over = _lines_over(text, settings.max_lines)
-    if lines_over:  # LibCST's time and memory grow with the lines: bound them
-        note = f"{lines_over:,} lines is above max-lines ({settings.max_lines:,}); not linted"
-        return FileResult(notices=(Notice(path, note, NoticeLevel.WARNING),), summary=imports)
     from ddplint.engine.lint import lint_text  # LibCST: only for a file some rule applies to
 
     return lint_text(path, text, settings, rules, facts, imports, lines, walk_for_summary)
