@@ -405,6 +405,25 @@ def targets(
     return "| Target (mixed subset unless named) | Measured |\n|---|---:|\n" + "\n".join(rows)
 
 
+#: Sections of the report measured by other scripts (bench/long_files.py): kept as they are.
+KEPT_SECTIONS = ("## Long files",)
+
+
+def kept_sections(report: Path) -> list[str]:
+    """The sections of an existing report that this script does not measure."""
+    try:
+        text = report.read_text(encoding="utf-8")
+    except OSError:
+        return []
+    kept = []
+    for heading in KEPT_SECTIONS:
+        start = text.find("\n" + heading)
+        if start >= 0:
+            end = text.find("\n## ", start + 1)
+            kept.append(text[start + 1 : end if end >= 0 else len(text)].strip())
+    return kept
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "ddplint-bench")
@@ -414,6 +433,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=REPO / "docs" / "performance.md")
     args = parser.parse_args()
     source = fetch(args.cache)
+    kept = kept_sections(args.output)
     subprocess.run([sys.executable, "-c", WARM_UP], env=BENCH_ENV, check=True)  # writes ddplint's bytecode
     scratch = Path(tempfile.mkdtemp(prefix="ddplint-bench-"))
     base = "bare `libcst.parse_module` (1 process)"
@@ -441,6 +461,8 @@ def main() -> None:
     latency = measure_latency(source, args.runs)
     add("## Latency\n\n| What | Seconds |\n|---|---:|\n" + "\n".join(f"| {n} | {s:.3f} |" for n, s in latency))
     add("## Targets\n\n" + targets(subset_measures, peer_measures, latency, full_measures))
+    for section in kept:
+        add(section)
     print(args.output.read_text())
     json.dump({"output": str(args.output)}, sys.stderr)
 

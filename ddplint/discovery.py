@@ -9,7 +9,9 @@ unless `force_exclude` (pre-commit passes every staged file explicitly).
 
 Symbolic links are followed, but a directory link back to one of its own
 ancestors is reported once and not entered, and a dangling `.py` link is
-reported instead of silently dropped.
+reported instead of silently dropped. A `.py` name on a pipe, socket or
+device is kept, for the reader to refuse it with a notice (it never opens one
+blocking).
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ import pathspec
 from ddplint.config.resolver import ConfigResolver
 from ddplint.model import Notice, NoticeLevel
 from ddplint.paths import git_root
+from ddplint.reading import read_source
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+#: Larger ignore files are skipped (real ones are a few kB).
+_MAX_IGNORE_FILE = 10 * 2**20
 
 
 @dataclass(frozen=True)
@@ -115,8 +120,8 @@ def _ancestor_ignores(start: Path) -> tuple[_Ignore, ...]:
 
 
 def _load_ignore(base: Path, file: Path) -> list[_Ignore]:
-    try:
-        lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+    try:  # a pipe or device named .gitignore is skipped, never read
+        lines = read_source(file, _MAX_IGNORE_FILE).decode("utf-8", errors="replace").splitlines()
     except OSError:
         return []
     return [_Ignore(base, pathspec.GitIgnoreSpec.from_lines(lines))]
@@ -177,6 +182,8 @@ class _DirectoryWalker:
                 self.found.files.append(SourceFile(path, shown))
             elif entry.is_symlink():
                 self._notice(shown, _broken_link_reason(path))
+            else:  # a named pipe, socket or device: reading refuses it with a notice, never opens it blocking
+                self.found.files.append(SourceFile(path, shown))
 
     @staticmethod
     def _is_loop(entry: os.DirEntry[str], ancestors: frozenset[tuple[int, int]]) -> bool:

@@ -28,6 +28,7 @@ from ddplint.project.facts import ALONE, NO_FACTS, FileFacts, ProjectRole
 from ddplint.project.imports import imported_names
 from ddplint.project.index import ModuleEntry, ModuleNamer, ProjectIndex, module_names, project_roots, resolve_files
 from ddplint.project.summary import ModuleSummary, attribute_uses, imports_summary
+from ddplint.reading import read_source, unreadable_notice
 from ddplint.report import Report
 from ddplint.result import FileResult
 
@@ -91,8 +92,11 @@ class _Task:
         return entry_key(self.digest, self.display, self.settings, extra if self.prefilter else f"{extra}|no-prefilter")
 
     def read(self) -> bytes:
-        """The bytes to lint (`OSError` if the file cannot be read now)."""
-        return self.data if self.data is not None else self.path.read_bytes()  # type: ignore[union-attr]
+        """The bytes to lint (`OSError` if the file cannot be read now, is
+        no longer a regular file or has grown above max-file-size)."""
+        if self.data is not None:
+            return self.data
+        return read_source(self.path, self.settings.max_file_size)  # type: ignore[arg-type]
 
     def fresh(self, data: bytes) -> bool:
         """Whether `data` (just read) are the bytes the file was found with."""
@@ -100,12 +104,13 @@ class _Task:
 
 
 def _found_task(source: SourceFile, resolver: ConfigResolver, prefilter: bool, role: ProjectRole) -> _Task | Notice:
-    """The task of a discovered file, or why it cannot be read."""
-    try:
-        data = source.path.read_bytes()
-    except OSError as exc:
-        return Notice(source.display, f"cannot read file: {exc.strerror or exc}")
+    """The task of a discovered file, or why it cannot be read (or is not
+    read: not a regular file, or above max-file-size)."""
     settings = resolver.settings_for(source.path)
+    try:
+        data = read_source(source.path, settings.max_file_size)
+    except OSError as exc:
+        return unreadable_notice(source.display, exc)
     digest = hashlib.sha256(data).digest()
     return _Task(source.display, settings, None, digest, len(data), prefilter, role, source.path)
 
@@ -394,7 +399,7 @@ def _lint_task(task: _Task) -> tuple[FileResult, bool]:
     try:
         data = task.read()
     except OSError as exc:
-        return FileResult(notices=(Notice(task.display, f"cannot read file: {exc.strerror or exc}"),)), False
+        return FileResult(notices=(unreadable_notice(task.display, exc),)), False
     try:
         return check_bytes(task.display, data, task.settings, task.prefilter, task.project), task.fresh(data)
     except Exception as exc:  # noqa: BLE001 - one file's crash must not end the run

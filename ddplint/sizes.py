@@ -1,4 +1,5 @@
-"""Byte sizes as users write them: ``64MiB``, ``2GB``, ``512k``, ``1073741824``."""
+"""Byte sizes as users write them (``64MiB``, ``2GB``, ``512k``,
+``1073741824``) and as ddplint writes them back."""
 
 from __future__ import annotations
 
@@ -24,3 +25,8 @@ def parse_size(text: str) -> int:
     if size <= 0:
         raise ValueError(f"expected a positive size, got {text!r}")
     return size
+
+
+def describe_size(count: int) -> str:
+    """`count` bytes in kB or MB with one decimal, as notes show sizes."""
+    return f"{count / 10**6:.1f} MB" if count >= 10**6 else f"{count / 10**3:.1f} kB"

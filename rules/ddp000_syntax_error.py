@@ -10,10 +10,17 @@ class SyntaxError_(Rule):
     """
     ## What it does
 
-    Reports a file that Python cannot parse: a syntax error, bytes that are
-    not valid in the file's encoding (UTF-8 unless a PEP 263 coding cookie
-    says otherwise), or a NUL byte. The position is CPython's own, from the
-    interpreter that runs ddplint, so the verdict matches `python file.py`.
+    Reports a file that Python rejects before running it: a syntax error, an
+    error CPython's compiler raises after parsing (`return`, `yield` or
+    `await` outside a function, `break` outside a loop, a duplicate argument,
+    `nonlocal` at module level, `global` after a use, `from m import *` in a
+    function, a walrus rebinding a comprehension variable, a misplaced
+    `from __future__` import), bytes that are not valid in the file's
+    encoding (UTF-8 unless a PEP 263 coding cookie says otherwise), a cookie
+    naming a codec that is not a text encoding (`hex`, `rot13`, `zlib`), or a
+    NUL byte. The verdict and position are CPython's own `compile()`'s (which
+    executes nothing), from the interpreter that runs ddplint, so it matches
+    `python file.py`.
 
     ## Why is this bad?
 

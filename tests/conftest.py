@@ -82,17 +82,25 @@ def console_script() -> str:
 
 
 def run_script(
-    *args: str, cwd: Path, stdin: bytes | None = None, env: dict | None = None, user: int | None = None
+    *args: str,
+    cwd: Path,
+    stdin: bytes | None = None,
+    env: dict | None = None,
+    user: int | None = None,
+    timeout: float = 120,
+    preexec_fn=None,
 ) -> Run:
-    """Run the installed console script in a subprocess (optionally as another user)."""
+    """Run the installed console script in a subprocess (optionally as another
+    user; `preexec_fn` runs in the child first, e.g. to cap its memory)."""
     proc = subprocess.run(
         [console_script(), *map(str, args)],
         cwd=cwd,
         input=stdin,
         capture_output=True,
-        timeout=120,
+        timeout=timeout,
         env={**os.environ, **(env or {})},
         user=user,
+        preexec_fn=preexec_fn,
     )
     return Run(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
 

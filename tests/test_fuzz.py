@@ -3,7 +3,8 @@
 For random valid modules (hypothesmith) and random mutations of the
 fixtures (token insertions and deletions, truncation mid-statement,
 indentation swaps), `check_source` never raises or reports an internal
-error, every span lies inside the file, the result is deterministic, the
+error, DDP000 is reported exactly when `compile()` rejects the text, every
+span lies inside the file, the result is deterministic, the
 SARIF of it validates, and fixing it yields code Python accepts. CI runs the
 bounded default profile (about a minute); run the long one with ``pytest -m fuzz --hypothesis-profile long``.
 """
@@ -19,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, assert_valid_sarif
+from test_ddp000_oracle import compiles
 from ddplint.config import Settings
 from ddplint.engine import check_source
 from ddplint.report import Report
@@ -34,6 +36,8 @@ TOKENS = ["(", ")", ":", "\n", "    ", "if rank == 0:", "dist.barrier()", "def f
 def check(text: str) -> None:
     first = check_source("fuzz.py", text, ALL, prefilter=False)
     assert not [n for n in first.notices if n.internal], [n.detail for n in first.notices]
+    ddp000 = [f.message for f in first.findings if f.rule == "DDP000"]
+    assert bool(ddp000) == (not compiles(text)), ddp000  # DDP000 is CPython's verdict
     lines = text.splitlines() or [""]
     for finding in first.findings:
         span = finding.span

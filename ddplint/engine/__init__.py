@@ -19,6 +19,7 @@ from ddplint.engine.source import SourceError, SourceProblem, decode_source, pyt
 from ddplint.model import Finding, Notice, NoticeLevel
 from ddplint.project.facts import ALONE, ProjectRole
 from ddplint.project.summary import imports_summary, text_outside_classes
+from ddplint.reading import too_large_note
 from ddplint.result import FileResult
 from ddplint.rule import Rule, all_rules
 
@@ -41,17 +42,13 @@ def check_bytes(
 ) -> FileResult:
     """Lint a file's raw bytes, decoding them per PEP 263 first."""
     if len(data) > settings.max_file_size:
-        note = f"{_size(len(data))} is above max-file-size ({_size(settings.max_file_size)}); not linted"
+        note = too_large_note(len(data), settings.max_file_size)
         return FileResult(notices=(Notice(path, note, NoticeLevel.WARNING),))
     try:
         text = decode_source(data)
     except SourceError as exc:
         return FileResult(_syntax_findings(path, exc.problem, settings, ""))
     return check_source(path, text, settings, prefilter, project)
-
-
-def _size(count: int) -> str:
-    return f"{count / 10**6:.1f} MB" if count >= 10**6 else f"{count / 10**3:.1f} kB"
 
 
 def check_source(
@@ -63,6 +60,10 @@ def check_source(
 ) -> FileResult:
     """Lint one file's text with the rules `settings` enables, in the role
     the whole-project analysis gives it (see `ProjectRole`)."""
+    lines_over = _lines_over(text, settings.max_lines)
+    if lines_over:  # time and memory grow with the lines (LibCST's most, CPython's tree's too): bound them
+        note = f"{lines_over:,} lines is above max-lines ({settings.max_lines:,}); not linted"
+        return FileResult(notices=(Notice(path, note, NoticeLevel.WARNING),))
     facts = project.facts
     tree = python_ast(text, path)
     if isinstance(tree, SourceProblem):
@@ -97,6 +98,15 @@ def check_source(
     from ddplint.engine.lint import lint_text  # LibCST: only for a file some rule applies to
 
     return lint_text(path, text, settings, rules, facts, imports, lines, walk_for_summary)
+
+
+def _lines_over(text: str, limit: int) -> int:
+    """The number of lines of `text` if above `limit`, else 0 (cheap: two
+    scans in C; a file of old Mac line ends counts its CRs)."""
+    if len(text) <= limit:  # every line holds at least one character
+        return 0
+    lines = max(text.count("\n"), text.count("\r")) + (not text.endswith(("\n", "\r")))
+    return lines if lines > limit else 0
 
 
 def _syntax_findings(

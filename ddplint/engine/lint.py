@@ -50,10 +50,14 @@ def lint_text(
         try:
             module = cst.parse_module(text)
         except cst.ParserSyntaxError as exc:
-            note = f"LibCST cannot parse this file, which CPython accepts; not linted ({exc.message})"
-            return FileResult(notices=(Notice(path, note, NoticeLevel.WARNING),), summary=summary)
+            # Valid Python LibCST rejects (its parser's limits, e.g. over 3,000
+            # adjacent string literals): the file's findings are lost, so the
+            # run must not pass (an error, exit status 1), and the others go on.
+            reason = exc.message.splitlines()[0] if exc.message else "parser error"
+            note = f"LibCST cannot parse this file, which CPython accepts; not linted ({reason})"
+            return FileResult(notices=(Notice(path, note, NoticeLevel.ERROR),), summary=summary)
         except RecursionError:
-            return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.WARNING),), summary=summary)
+            return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.ERROR),), summary=summary)
         return _lint_module(path, text, module, settings, rules, facts, summary, lines, symbols)
 
 
@@ -111,7 +115,7 @@ def _lint_module(
         pending = [p for p in ctx.pending if ctx.in_distributed_context or not p.rule.distributed_only]
         findings = _finalize(path, text, module, settings, pending) if pending else ()
     except RecursionError:
-        return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.WARNING),), parsed=True)
+        return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.ERROR),), parsed=True)
     if collector is not None and summary is not None:
         if symbols:
             summary = summary.with_symbols(collector.symbols(lines or {}))

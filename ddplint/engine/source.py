@@ -1,13 +1,12 @@
 """From bytes to checked source text: PEP 263 decoding and CPython's verdict.
 
-CPython's own parser decides what a syntax error is (DDP000), so ddplint
-agrees with `python file.py` whichever rules are enabled, and LibCST is never
-handed a file Python itself rejects.
+CPython's own parser and compiler decide what a syntax error is (DDP000), so
+ddplint agrees with `python file.py` (and `compile()`) whichever rules are
+enabled, and LibCST is never handed a file Python itself rejects.
 """
 
 from __future__ import annotations
 
-import __future__
 import ast
 import io
 import tokenize
@@ -36,9 +35,9 @@ class SourceError(Exception):
 def decode_source(data: bytes) -> str:
     """Decode per PEP 263 (BOM, coding cookie, else UTF-8); raise SourceError."""
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        encoding, read = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:  # a bad cookie, or undecodable first lines
-        encoding = "utf-8"
+        encoding, read = "utf-8", []
         try:
             data.decode(encoding)
         except UnicodeDecodeError:
@@ -57,6 +56,9 @@ def decode_source(data: bytes) -> str:
         if encoding == "utf-8":
             message += "; add a PEP 263 coding cookie or re-encode the file as UTF-8"
         raise SourceError(SourceProblem(message, Span(line, column, line, column + 1))) from None
+    except (LookupError, ValueError):  # a codec that is not a text encoding (hex, rot13, zlib) or cannot decode at all
+        line = max(len(read), 1)  # the cookie is on the last line detect_encoding read
+        raise SourceError(SourceProblem(f"encoding problem: {encoding}", Span(line, 1, line, 2))) from None
 
 
 def syntax_problem(text: str, path: str) -> SourceProblem | None:
@@ -66,42 +68,46 @@ def syntax_problem(text: str, path: str) -> SourceProblem | None:
 
 
 def python_ast(text: str, path: str) -> ast.Module | SourceProblem:
-    """CPython's own tree of `text` (cheap next to LibCST), or its syntax error."""
+    """CPython's own tree of `text` (cheap next to LibCST), or the error
+    `compile()` raises for it: the parser's, or the compiler's (a duplicate
+    argument, `return` outside a function, `nonlocal` at module level, a
+    misplaced future import, ...)."""
     nul = text.find("\0")
     if nul >= 0:
         return SourceProblem("source code cannot contain null bytes", _offset_span(text, nul))
-    try:
-        with warnings.catch_warnings():  # the user's invalid escapes are not ours to print
-            warnings.simplefilter("ignore")
+    with warnings.catch_warnings():  # the user's invalid escapes are not ours to print
+        warnings.simplefilter("ignore")
+        try:
             tree = compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as exc:
+            return SourceProblem(_describe(exc), _error_span(text, exc))
+        except (RecursionError, MemoryError) as exc:  # what `python file.py` reports too
+            return SourceProblem(f"{type(exc).__name__}: {exc}", Span(1, 1, 1, 2))
+        problem = _compiler_problem(tree, text, path)
+    return tree if problem is None else problem
+
+
+def _compiler_problem(tree: ast.Module, text: str, path: str) -> SourceProblem | None:
+    """The error CPython's compiler raises after parsing (symbol table and
+    code generation), or None. Compiling executes nothing; starting from
+    the tree already parsed saves parsing twice."""
+    try:
+        compile(tree, path, "exec", dont_inherit=True)
     except SyntaxError as exc:
         return SourceProblem(_describe(exc), _error_span(text, exc))
-    except (RecursionError, MemoryError) as exc:  # what `python file.py` reports too
+    except (RecursionError, ValueError):
+        # Checking a Python tree recurses at the interpreter's recursion limit,
+        # compiling source text at the compiler's own (about three times as
+        # deep), so a deep tree the parser built may fail the check alone:
+        # the text decides, as for `python file.py`.
+        try:
+            compile(text, path, "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            return SourceProblem(_describe(exc), _error_span(text, exc))
+        except (RecursionError, MemoryError) as exc:
+            return SourceProblem(f"{type(exc).__name__}: {exc}", Span(1, 1, 1, 2))
+    except MemoryError as exc:
         return SourceProblem(f"{type(exc).__name__}: {exc}", Span(1, 1, 1, 2))
-    if "__future__" in text:
-        problem = _future_problem(tree)
-        if problem is not None:
-            return problem
-    return tree
-
-
-def _future_problem(tree: ast.Module) -> SourceProblem | None:
-    """The errors CPython's compiler (not its parser) raises for future
-    statements: one after other code, or an unknown feature."""
-    code_seen = False
-    for index, node in enumerate(tree.body):
-        if isinstance(node, ast.ImportFrom) and node.module == "__future__" and node.level == 0:
-            span = Span(node.lineno, node.col_offset + 1, node.lineno, node.col_offset + 2)
-            if code_seen:
-                return SourceProblem("from __future__ imports must occur at the beginning of the file", span)
-            for alias in node.names:
-                if alias.name == "braces":
-                    return SourceProblem("not a chance", span)
-                if alias.name not in __future__.all_feature_names:
-                    return SourceProblem(f"future feature {alias.name} is not defined", span)
-        elif not (index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-                  and isinstance(node.value.value, str)):  # fmt: skip
-            code_seen = True
     return None
 
 
