@@ -287,15 +287,15 @@ def test_an_explicit_unreadable_file_is_a_notice_not_a_usage_error(ddplint, tmp_
     secret = tmp_path / "secret.py"
     os.chmod(secret, 0)
     if os.geteuid() == 0:  # root may read mode-000 files: refuse as the kernel would for a user
-        real_access, real_read = os.access, Path.read_bytes
+        real_access, real_open = os.access, os.open
         monkeypatch.setattr(os, "access", lambda p, mode, **kw: Path(p).name != "secret.py" and real_access(p, mode, **kw))
 
-        def read_bytes(self: Path) -> bytes:
-            if self.name == "secret.py":
+        def open_(path, flags, *args, **kwargs):
+            if Path(path).name == "secret.py":
                 raise PermissionError(13, "Permission denied")
-            return real_read(self)
+            return real_open(path, flags, *args, **kwargs)
 
-        monkeypatch.setattr(Path, "read_bytes", read_bytes)
+        monkeypatch.setattr(os, "open", open_)
     run = ddplint("a.py", "secret.py", "z.py", "--format", "json", cwd=tmp_path)
     assert run.status == 1, run.stderr
     assert sorted(f["path"] for f in run.json()) == ["a.py", "z.py"]

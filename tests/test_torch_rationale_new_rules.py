@@ -160,6 +160,14 @@ def test_ddp018_optimizer_built_before_fsdp_updates_nothing(kind: str, single_ra
 # --- DDP017 forward-bypasses-ddp ----------------------------------------------
 
 
+def _weight_spread(ddp_model) -> float:
+    """The largest difference between the two ranks' weights (a collective: every rank calls it)."""
+    weights = torch.nn.utils.parameters_to_vector(ddp_model.module.parameters()).detach()
+    gathered = [torch.zeros_like(weights) for _ in range(2)]
+    dist.all_gather(gathered, weights)
+    return float((gathered[0] - gathered[1]).abs().max())
+
+
 def _train_two_ranks(rank: int, init_file: str, out) -> None:
     """Each rank trains on its own batches, once calling the DDP model and
     once its bare module; rank 0 reports how far the replicas' weights differ."""
@@ -178,13 +186,9 @@ def _train_two_ranks(rank: int, init_file: str, out) -> None:
                 optimizer.zero_grad()
                 torch.nn.functional.mse_loss(forward(x), y).backward()
                 optimizer.step()
-            weights = torch.nn.utils.parameters_to_vector(ddp_model.module.parameters()).detach()
-            gathered = [torch.zeros_like(weights) for _ in range(2)]
-            dist.all_gather(gathered, weights)
+            spread = _weight_spread(ddp_model)
             if rank == 0:
-                out["ddp_model.module(x)" if through_module else "ddp_model(x)"] = float(
-                    (gathered[0] - gathered[1]).abs().max()
-                )
+                out["ddp_model.module(x)" if through_module else "ddp_model(x)"] = spread
     finally:
         dist.destroy_process_group()
 
@@ -240,11 +244,9 @@ def _bypass_shapes(rank: int, init_file: str, out) -> None:
             except RuntimeError as error:
                 out[key] = str(error)
                 continue
-            weights = torch.nn.utils.parameters_to_vector(ddp_model.module.parameters()).detach()
-            gathered = [torch.zeros_like(weights) for _ in range(2)]
-            dist.all_gather(gathered, weights)
+            spread = _weight_spread(ddp_model)
             if rank == 0:
-                out[key] = float((gathered[0] - gathered[1]).abs().max())
+                out[key] = spread
     finally:
         dist.destroy_process_group()
 

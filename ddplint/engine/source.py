@@ -50,7 +50,7 @@ def decode_source(data: bytes) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         line_start = data.rfind(b"\n", 0, exc.start) + 1
-        column = len(data[line_start : exc.start].decode(encoding, errors="replace")) + 1
+        column = _column(data[line_start : exc.start], encoding)
         byte = data[exc.start : exc.start + 1].hex()
         message = f"file is not valid {encoding}: cannot decode byte 0x{byte} ({exc.reason})"
         if encoding == "utf-8":
@@ -59,6 +59,16 @@ def decode_source(data: bytes) -> str:
     except (LookupError, ValueError):  # a codec that is not a text encoding (hex, rot13, zlib) or cannot decode at all
         line = max(len(read), 1)  # the cookie is on the last line detect_encoding read
         raise SourceError(SourceProblem(f"encoding problem: {encoding}", Span(line, 1, line, 2))) from None
+
+
+def _column(prefix: bytes, encoding: str) -> int:
+    """The 1-based column after `prefix` (the bytes of a line before a bad
+    one), in characters where the codec can say, else in bytes (`idna`
+    supports no error handler)."""
+    try:
+        return len(prefix.decode(encoding, errors="replace")) + 1
+    except (UnicodeError, LookupError):
+        return len(prefix) + 1
 
 
 def syntax_problem(text: str, path: str) -> SourceProblem | None:

@@ -95,7 +95,7 @@ class WorkerMemoryGrowth(Check):
                                curve_mib=curve.points(), curve_unit="samples")  # fmt: skip
         horizon = probe.dataset_length or HORIZON_SAMPLES
         floor = FLOOR_PER_WORKER * workers / horizon  # bytes per sample
-        per_1k = {"slope": trend.slope * 1000 / MIB, "lower": trend.lower * 1000 / MIB, "upper": trend.upper * 1000 / MIB}
+        per_1k = trend.slopes(MIB, 1000)
         epoch = int(max(trend.slope, 0) * probe.dataset_length) if probe.dataset_length else None
         node = epoch * ctx.info.local_world_size if epoch is not None else None
         measured = {

@@ -97,7 +97,7 @@ class MemoryPlateau(Check):
         if trend is None:  # pragma: no cover - MIN_STEPS steps always leave enough points
             return self.result(Status.SKIP, f"--steps {steps}: too few steps to fit a trend")
         floor = FLOOR_PER_1K_STEPS["cuda" if ctx.device.startswith("cuda") else "cpu"]
-        per_1k = {"slope": trend.slope * 1000 / MIB, "lower": trend.lower * 1000 / MIB, "upper": trend.upper * 1000 / MIB}
+        per_1k = trend.slopes(MIB, 1000)
         measured = {
             "steps": steps, "measure": probe.measure, "warmup_steps": int(trend.first) - 1,
             "mib_per_1k_steps": round(per_1k["slope"], 3), "lower_mib_per_1k_steps": round(per_1k["lower"], 3),

@@ -75,11 +75,16 @@ class Trend:
         """The fitted line's value at `position`."""
         return self.intercept + self.slope * position
 
+    def slopes(self, scale: float = 1.0, per: float = 1.0) -> dict[str, float]:
+        """The slope and its bounds in a report's units: values divided by
+        `scale`, per `per` positions (MiB per 1k steps: `MIB`, 1000)."""
+        factor = per / scale
+        return {"slope": self.slope * factor, "lower": self.lower * factor, "upper": self.upper * factor}
+
     def to_json(self, scale: float = 1.0, per: float = 1.0) -> dict[str, float]:
         """The trend for reports: values divided by `scale`, slopes per `per` positions."""
-        factor = per / scale
-        return {"slope": round(self.slope * factor, 4), "lower": round(self.lower * factor, 4),
-                "upper": round(self.upper * factor, 4), "intercept": round(self.intercept / scale, 4),
+        slopes = {name: round(value, 4) for name, value in self.slopes(scale, per).items()}
+        return {**slopes, "intercept": round(self.intercept / scale, 4),
                 "first": self.first, "last": self.last, "points": self.points}  # fmt: skip
 
 
