@@ -26,9 +26,9 @@ if not dist.is_available():  # pragma: no cover - builds without torch.distribut
 
 # A group's own timeout: how long a rank waits in a collective (or in the
 # rendezvous) for a rank that does not come, before the call raises.
-GROUP_TIMEOUT = datetime.timedelta(seconds=10)
+GROUP_TIMEOUT = datetime.timedelta(seconds=60)
 # The wall-clock limit for a whole multi-rank job, start-up included.
-JOB_TIMEOUT_S = 45.0
+JOB_TIMEOUT_S = 120.0
 
 
 def _init(rank: int, world_size: int, init_file: str) -> None:
