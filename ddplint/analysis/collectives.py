@@ -138,11 +138,12 @@ COLLECTIVE_FAMILIES: tuple[tuple[frozenset[str], tuple[tuple[str, ...], ...]], .
     (frozenset(_last(q) for q in COLLECTIVE_QUALNAMES if q.startswith(_FSDP)), (("FullyShardedDataParallel", "FSDP"),)),
     (
         frozenset(_last(q) for q in COLLECTIVE_QUALNAMES if q.startswith(_DCP)),
-        (("distributed.checkpoint", "import checkpoint", "checkpoint as"),),
+        (("distributed.checkpoint", "distributed import checkpoint"),),
     ),
     # A receiver named `accelerator` or built from `Accelerator()`.
     (ACCELERATOR_METHODS | UNAMBIGUOUS_METHODS, (("accelerator", "Accelerator"),)),
-    (ENGINE_METHODS, (("engine",),)),
+    # `model_engine.save_checkpoint(...)`, `self.engine.load_checkpoint(...)`.
+    (ENGINE_METHODS, (tuple(f"engine.{method}" for method in sorted(ENGINE_METHODS)),)),
     (STRATEGY_METHODS | {"sync_dist"}, (("strategy", "sync_dist"),)),
     (MPI_COLLECTIVES, (("MPI",),)),
     (HOROVOD_COLLECTIVES, (("horovod",),)),
