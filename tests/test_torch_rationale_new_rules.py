@@ -9,6 +9,7 @@ for a rank that never comes has a timeout of a few seconds.
 from __future__ import annotations
 
 import datetime
+import gc
 import io
 import os
 import tempfile
@@ -168,29 +169,43 @@ def _weight_spread(ddp_model) -> float:
     return float((gathered[0] - gathered[1]).abs().max())
 
 
+def _in_group(train, rank: int, init_file: str, out) -> None:
+    """Run `train(rank, out)` in a two-rank gloo group. Its DDP models are its
+    own locals, freed before the group is destroyed: a reducer outliving its
+    group aborted the process at exit now and then (SIGABRT, "terminate
+    called without an active exception")."""
+    _init(rank, 2, init_file)
+    try:
+        train(rank, out)
+        gc.collect()
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
+
+
 def _train_two_ranks(rank: int, init_file: str, out) -> None:
+    _in_group(_through_module_or_wrapper, rank, init_file, out)
+
+
+def _through_module_or_wrapper(rank: int, out) -> None:
     """Each rank trains on its own batches, once calling the DDP model and
     once its bare module; rank 0 reports how far the replicas' weights differ."""
     from torch.nn.parallel import DistributedDataParallel
 
-    _init(rank, 2, init_file)
-    try:
-        for through_module in (True, False):
-            torch.manual_seed(0)
-            ddp_model = DistributedDataParallel(torch.nn.Linear(8, 1))
-            optimizer = torch.optim.SGD(ddp_model.parameters(), lr=0.1)
-            data = torch.Generator().manual_seed(100 + rank)  # each rank its own batches
-            forward = ddp_model.module if through_module else ddp_model
-            for _ in range(3):
-                x, y = torch.randn(16, 8, generator=data), torch.randn(16, 1, generator=data)
-                optimizer.zero_grad()
-                torch.nn.functional.mse_loss(forward(x), y).backward()
-                optimizer.step()
-            spread = _weight_spread(ddp_model)
-            if rank == 0:
-                out["ddp_model.module(x)" if through_module else "ddp_model(x)"] = spread
-    finally:
-        dist.destroy_process_group()
+    for through_module in (True, False):
+        torch.manual_seed(0)
+        ddp_model = DistributedDataParallel(torch.nn.Linear(8, 1))
+        optimizer = torch.optim.SGD(ddp_model.parameters(), lr=0.1)
+        data = torch.Generator().manual_seed(100 + rank)  # each rank its own batches
+        forward = ddp_model.module if through_module else ddp_model
+        for _ in range(3):
+            x, y = torch.randn(16, 8, generator=data), torch.randn(16, 1, generator=data)
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(forward(x), y).backward()
+            optimizer.step()
+        spread = _weight_spread(ddp_model)
+        if rank == 0:
+            out["ddp_model.module(x)" if through_module else "ddp_model(x)"] = spread
 
 
 @pytest.mark.slow
@@ -219,36 +234,36 @@ class _TwoHeads(torch.nn.Module):
 
 
 def _bypass_shapes(rank: int, init_file: str, out) -> None:
+    _in_group(_bypass_steps, rank, init_file, out)
+
+
+def _bypass_steps(rank: int, out) -> None:
     """Three steps per shape on each rank's own batches; rank 0 reports how
     far the replicas' weights differ, or the error the backward raised."""
     from torch.nn.parallel import DistributedDataParallel
 
-    _init(rank, 2, init_file)
-    try:
-        for shape, unused in (("child", False), ("mixed", False), ("mixed", True)):
-            torch.manual_seed(0)
-            ddp_model = DistributedDataParallel(_TwoHeads(), find_unused_parameters=unused)
-            optimizer = torch.optim.SGD(ddp_model.parameters(), lr=0.1)
-            data = torch.Generator().manual_seed(100 + rank)
-            key = f"{shape}, find_unused_parameters={unused}"
-            try:
-                for _ in range(3):
-                    a, b = torch.randn(16, 8, generator=data), torch.randn(16, 8, generator=data)
-                    optimizer.zero_grad()
-                    if shape == "child":  # `model.module.head(model.module.body(x))`
-                        loss = ddp_model.module.head(ddp_model.module.body(a)).pow(2).mean()
-                    else:  # `model(a) + model.module.extra(b)`
-                        loss = ddp_model(a).sum() + ddp_model.module.extra(b).sum()
-                    loss.backward()
-                    optimizer.step()
-            except RuntimeError as error:
-                out[key] = str(error)
-                continue
-            spread = _weight_spread(ddp_model)
-            if rank == 0:
-                out[key] = spread
-    finally:
-        dist.destroy_process_group()
+    for shape, unused in (("child", False), ("mixed", False), ("mixed", True)):
+        torch.manual_seed(0)
+        ddp_model = DistributedDataParallel(_TwoHeads(), find_unused_parameters=unused)
+        optimizer = torch.optim.SGD(ddp_model.parameters(), lr=0.1)
+        data = torch.Generator().manual_seed(100 + rank)
+        key = f"{shape}, find_unused_parameters={unused}"
+        try:
+            for _ in range(3):
+                a, b = torch.randn(16, 8, generator=data), torch.randn(16, 8, generator=data)
+                optimizer.zero_grad()
+                if shape == "child":  # `model.module.head(model.module.body(x))`
+                    loss = ddp_model.module.head(ddp_model.module.body(a)).pow(2).mean()
+                else:  # `model(a) + model.module.extra(b)`
+                    loss = ddp_model(a).sum() + ddp_model.module.extra(b).sum()
+                loss.backward()
+                optimizer.step()
+        except RuntimeError as error:
+            out[key] = str(error)
+            continue
+        spread = _weight_spread(ddp_model)
+        if rank == 0:
+            out[key] = spread
 
 
 @pytest.mark.slow
