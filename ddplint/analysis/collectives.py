@@ -149,8 +149,6 @@ COLLECTIVE_FAMILIES: tuple[tuple[frozenset[str], tuple[tuple[str, ...], ...]], .
     (HOROVOD_COLLECTIVES, (("horovod",),)),
 )  # fmt: skip
 
-
-
 NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
 
 
@@ -316,16 +314,14 @@ def _under_no_grad(stack: Sequence[cst.CSTNode], ctx: FileContext) -> bool:
 
 def _is_communicator(receiver: cst.BaseExpression, ctx: FileContext) -> bool:
     """`MPI.COMM_WORLD` (through any alias or a name bound to it)."""
-    if any(n and n.startswith("mpi4py.MPI.COMM_WORLD") for n in ctx.qualified_names(receiver)):
+
+    def names_world(node: cst.BaseExpression) -> bool:
+        return any(n and n.startswith("mpi4py.MPI.COMM_WORLD") for n in ctx.qualified_names(node))
+
+    if names_world(receiver):
         return True
-    if isinstance(receiver, cst.Name):
-        return any(
-            isinstance(v, cst.BaseExpression) and any(
-                n and n.startswith("mpi4py.MPI.COMM_WORLD") for n in ctx.qualified_names(v)
-            )
-            for v in ctx.values_of(receiver)
-        )  # fmt: skip
-    return False
+    values = ctx.values_of(receiver) if isinstance(receiver, cst.Name) else ()
+    return any(isinstance(v, cst.BaseExpression) and names_world(v) for v in values)
 
 
 def _is_accelerator(receiver: cst.BaseExpression, ctx: FileContext) -> bool:
