@@ -114,13 +114,6 @@ def test_an_unknown_required_analysis_is_refused_when_the_class_is_defined() -> 
             requires = frozenset({"rnak"})
 
 
-def test_known_analyses_are_the_engines() -> None:
-    from ddplint.engine.context import OPTIONAL_ANALYSES
-    from ddplint.rule import KNOWN_ANALYSES
-
-    assert KNOWN_ANALYSES == set(OPTIONAL_ANALYSES)
-
-
 def test_missing_docs_are_refused() -> None:
     with pytest.raises(RuleDefinitionError, match="missing"):
 

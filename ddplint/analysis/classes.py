@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Iterator
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
-    from ddplint.engine.context import FileContext
+    from ddplint.analysis.view import ModelView
 
 _MAX_DEPTH = 16
 
 
-def class_of_instance(node: cst.CSTNode, ctx: FileContext) -> cst.ClassDef | None:
+def class_of_instance(node: cst.CSTNode, ctx: ModelView) -> cst.ClassDef | None:
     """The module class that `node` (a call, or a Name bound to one) instantiates.
 
     None unless every binding of a Name agrees on one class.
@@ -30,12 +30,12 @@ def class_of_instance(node: cst.CSTNode, ctx: FileContext) -> cst.ClassDef | Non
     return None
 
 
-def inherits_from(classdef: cst.ClassDef, bases: frozenset[str], ctx: FileContext) -> bool:
+def inherits_from(classdef: cst.ClassDef, bases: frozenset[str], ctx: ModelView) -> bool:
     """Whether `classdef` derives (through module classes) from any of `bases`."""
     return any(ctx.qualified_names(base) & bases for base in _bases(classdef, ctx))
 
 
-def base_names(classdef: cst.ClassDef, ctx: FileContext) -> frozenset[str]:
+def base_names(classdef: cst.ClassDef, ctx: ModelView) -> frozenset[str]:
     """The qualified names of the classes `classdef` derives from (through
     module classes), for matching by package: ``torchvision.datasets.CIFAR10``."""
     result: set[str] = set()
@@ -44,7 +44,7 @@ def base_names(classdef: cst.ClassDef, ctx: FileContext) -> frozenset[str]:
     return frozenset(result)
 
 
-def imported_bases(classdef: cst.ClassDef, ctx: FileContext) -> frozenset[str]:
+def imported_bases(classdef: cst.ClassDef, ctx: ModelView) -> frozenset[str]:
     """The imported classes `classdef` derives from (through module classes),
     as qualified names, for the whole-project analysis."""
     result: set[str] = set()
@@ -53,7 +53,7 @@ def imported_bases(classdef: cst.ClassDef, ctx: FileContext) -> frozenset[str]:
     return frozenset(result)
 
 
-def _bases(classdef: cst.ClassDef, ctx: FileContext) -> Iterator[cst.BaseExpression]:
+def _bases(classdef: cst.ClassDef, ctx: ModelView) -> Iterator[cst.BaseExpression]:
     """The base-class expressions of `classdef` and of the module classes it derives from."""
     seen: set[int] = set()
     todo = [classdef]

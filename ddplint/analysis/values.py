@@ -13,7 +13,7 @@ from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
-    from ddplint.engine.context import FileContext
+    from ddplint.analysis.view import ModelView
 
 T = TypeVar("T")
 
@@ -21,7 +21,7 @@ _MAX_DEPTH = 8
 
 
 def _through_names(
-    node: cst.CSTNode, ctx: FileContext, literal: Callable[[cst.CSTNode], T | None], depth: int = 0
+    node: cst.CSTNode, ctx: ModelView, literal: Callable[[cst.CSTNode], T | None], depth: int = 0
 ) -> T | None:
     """`literal(node)`, or the common answer of all of a Name's bound values."""
     if isinstance(node, cst.Name) and node.value not in ("True", "False", "None"):
@@ -48,7 +48,7 @@ def _literal_truth(node: cst.CSTNode) -> bool | None:
     return None
 
 
-def truthiness(node: cst.CSTNode, ctx: FileContext) -> bool | None:
+def truthiness(node: cst.CSTNode, ctx: ModelView) -> bool | None:
     """True/False if `node` is certainly truthy/falsy, else None."""
     return _through_names(node, ctx, _literal_truth)
 
@@ -59,7 +59,7 @@ def _literal_int(node: cst.CSTNode) -> int | None:
     return None
 
 
-def int_value(node: cst.CSTNode, ctx: FileContext) -> int | None:
+def int_value(node: cst.CSTNode, ctx: ModelView) -> int | None:
     """The integer `node` certainly holds, else None."""
     return _through_names(node, ctx, _literal_int)
 
@@ -69,12 +69,12 @@ def is_none_literal(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
 
 
-def certainly_none(node: cst.CSTNode, ctx: FileContext) -> bool:
+def certainly_none(node: cst.CSTNode, ctx: ModelView) -> bool:
     """Whether every value `node` can hold here is ``None``."""
     return _through_names(node, ctx, lambda n: True if is_none_literal(n) else None) is True
 
 
-def may_be_not_none(node: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
+def may_be_not_none(node: cst.CSTNode, ctx: ModelView, depth: int = 0) -> bool:
     """Whether some path certainly gives `node` a value other than ``None``.
 
     ``DistributedSampler(ds) if distributed else None`` is such a value: on
@@ -99,7 +99,7 @@ def may_be_not_none(node: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool
     )
 
 
-def certainly_not_none(node: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
+def certainly_not_none(node: cst.CSTNode, ctx: ModelView, depth: int = 0) -> bool:
     """Whether every path gives `node` a value other than ``None`` (a
     constructor call, a literal, a name only ever bound to such values)."""
     if depth > _MAX_DEPTH:
@@ -112,7 +112,7 @@ def certainly_not_none(node: cst.CSTNode, ctx: FileContext, depth: int = 0) -> b
     return may_be_not_none(node, ctx, depth)
 
 
-def is_constructor_call(node: cst.Call, ctx: FileContext) -> bool:
+def is_constructor_call(node: cst.Call, ctx: ModelView) -> bool:
     """Whether `node` instantiates a class (which never returns None).
 
     A class defined in the module, or a callee named in CapWords, the
