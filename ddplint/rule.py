@@ -7,7 +7,10 @@ directory) that subclasses `Rule` and sets `code`, `name`, `severity` and
 written to `docs/rules.md` and embedded in SARIF.
 
 Rules visit LibCST nodes with ``visit_<Node>(self, node)`` and
-``leave_<Node>(self, node)`` methods, exactly as LibCST visitors do, but they
+``leave_<Node>(self, node)`` methods, exactly as LibCST visitors do, or ask
+after the walk with ``check_<Node>(self, node, site)`` (and an optional
+``trigger_<Node>(self, node)`` choosing the nodes; ddplint/engine/deferred.py)
+when who runs the node matters. They
 are not LibCST visitors: the engine runs every enabled rule in one traversal
 and gives each a `FileContext` (``self.ctx``) holding the shared per-file
 analyses. A fresh instance is made for every file, so instance attributes are

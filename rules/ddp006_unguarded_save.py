@@ -117,20 +117,36 @@ class UnguardedSave(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.sites: list[tuple[Site, str, int]] = []
         self.rank_zero = RankZeroTests(ctx)
+        #: The rank-0 tests known before each write (a fix reuses only those).
+        self.tests_before: dict[cst.Call, int] = {}
 
     def visit_If(self, node: cst.If) -> None:
         self.rank_zero.note(node)
 
-    def visit_Call(self, node: cst.Call) -> None:
-        shown = self._write(node)
-        if shown is not None:
-            values = [a.value for a in node.args]
-            if isinstance(node.func, cst.Attribute):
-                values.append(node.func.value)  # `Path(out, f"{rank}.json").write_text(...)`: the receiver is the path
-            deps = self.ctx.rank.deps_of_all(values)
-            self.sites.append((self.ctx.rank.site(node, deps), shown, self.rank_zero.mark()))
+    def trigger_Call(self, node: cst.Call) -> bool:
+        if self._write(node) is None:
+            return False
+        self.tests_before[node] = self.rank_zero.mark()
+        return True
+
+    def check_Call(self, node: cst.Call, site: Site) -> None:
+        rank = self.ctx.rank
+        values = [a.value for a in node.args]
+        if isinstance(node.func, cst.Attribute):
+            values.append(node.func.value)  # `Path(out, f"{rank}.json").write_text(...)`: the receiver is the path
+        if rank.is_rank_dependent(rank.deps_of_all(values)):
+            return
+        runs = rank.runs(site)
+        if not runs.many:
+            return
+        who = "every rank, so all of them write" if runs is Runs.ALL else "every rank but one, so they all write"
+        self.report(
+            node,
+            f"{self._write(node)} runs on {who} the same file; "
+            "wrap it in `if dist.get_rank() == 0:` (or your rank-0 test) or make the path rank-specific",
+            fix=self.rank_zero.wrap_fix(site, self.tests_before[node], "Write it on rank 0 only, or make the path rank-specific"),
+        )
 
     def _write(self, node: cst.Call) -> str | None:
         names = self.ctx.qualified_names(node.func)
@@ -143,21 +159,3 @@ class UnguardedSave(Rule):
         if method in WRITE_METHODS:
             return f"`{code(node.func)}()`"
         return None
-
-    def finish(self) -> None:
-        rank = self.ctx.rank
-        for site, shown, tests_before in self.sites:
-            if rank.is_rank_dependent(site.deps):
-                continue
-            runs = rank.runs(site)
-            if not runs.many:
-                continue
-            who = "every rank, so all of them write" if runs is Runs.ALL else "every rank but one, so they all write"
-            self.report(
-                site.node,
-                f"{shown} runs on {who} the same file; "
-                "wrap it in `if dist.get_rank() == 0:` (or your rank-0 test) or make the path rank-specific",
-                statement=site.statement,
-                fix=self.rank_zero.wrap_fix(site, tests_before, "Write it on rank 0 only, or make the path rank-specific"),
-            )
-

@@ -81,14 +81,26 @@ class LoadWithoutMapLocation(Rule):
     preview = True
     tags = ("memory", "correctness")
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self.sites: list[tuple[Site, str]] = []
+    def trigger_Call(self, node: cst.Call) -> bool:
+        return bool(node.args) and bool(self.ctx.qualified_names(node.func) & LOADS) and self._why(node) is not None
 
-    def visit_Call(self, node: cst.Call) -> None:
-        ctx = self.ctx
-        if not node.args or not ctx.qualified_names(node.func) & LOADS:
+    def check_Call(self, node: cst.Call, site: Site) -> None:
+        rank = self.ctx.rank
+        if rank.expression_is_rank_dependent(node.args[0].value):
+            return  # `queue{rank}.pth`: each rank loads the file it wrote from its own GPU
+        runs = rank.runs(site)
+        if not runs.many:
             return
+        why = self._why(node)
+        self.report(
+            node,
+            f"`torch.load(...)` {why} runs on {runs.value}: each of them puts the checkpoint's tensors on the "
+            'device they were saved from (usually GPU 0); pass `map_location="cpu"` or the rank\'s own device',
+            fix=_add_map_location(node) if why == _WITHOUT else None,
+        )
+
+    def _why(self, node: cst.Call) -> str | None:
+        """How the call places the tensors, when that is on the saving device; else None."""
         location = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "map_location"), None)
         positional = [a for a in node.args if a.keyword is None]
         if location is None and len(positional) >= 2:
@@ -96,36 +108,20 @@ class LoadWithoutMapLocation(Rule):
         if isinstance(location, cst.Name) and location.value == "None":
             location = None  # `map_location=None`: the same as none
         if location is None:
-            why = "without `map_location`"
-        elif isinstance(location, cst.SimpleString) and location.evaluated_value in _FIRST_GPU:
-            why = f"with `map_location={location.value}`"
-        else:
-            return
-        path_deps = ctx.rank.deps(node.args[0].value)
-        self.sites.append((ctx.rank.site(node, path_deps), why))
+            return _WITHOUT
+        if isinstance(location, cst.SimpleString) and location.evaluated_value in _FIRST_GPU:
+            return f"with `map_location={location.value}`"
+        return None
 
-    def finish(self) -> None:
-        rank = self.ctx.rank
-        for site, why in self.sites:
-            if rank.is_rank_dependent(site.deps):
-                continue  # `queue{rank}.pth`: each rank loads the file it wrote from its own GPU
-            runs = rank.runs(site)
-            if not runs.many:
-                continue
-            node = site.node
-            fix = None
-            if why.startswith("without") and isinstance(node, cst.Call):
-                last = node.args[-1]
-                added = cst.Arg(
-                    keyword=cst.Name("map_location"), value=cst.SimpleString('"cpu"'),
-                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-                )  # fmt: skip
-                args = (*node.args[:-1], last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), added)
-                fix = ProposedFix('Load to the CPU: `map_location="cpu"`', ((node, node.with_changes(args=args)),), Applicability.UNSAFE)
-            self.report(
-                node,
-                f"`torch.load(...)` {why} runs on {runs.value}: each of them puts the checkpoint's tensors on the "
-                'device they were saved from (usually GPU 0); pass `map_location="cpu"` or the rank\'s own device',
-                statement=site.statement,
-                fix=fix,
-            )
+
+_WITHOUT = "without `map_location`"
+
+
+def _add_map_location(node: cst.Call) -> ProposedFix:
+    last = node.args[-1]
+    added = cst.Arg(
+        keyword=cst.Name("map_location"), value=cst.SimpleString('"cpu"'),
+        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+    )  # fmt: skip
+    args = (*node.args[:-1], last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), added)
+    return ProposedFix('Load to the CPU: `map_location="cpu"`', ((node, node.with_changes(args=args)),), Applicability.UNSAFE)

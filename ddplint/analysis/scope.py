@@ -25,10 +25,11 @@ Precision choices, all towards "never invent a finding":
 from __future__ import annotations
 
 import builtins
+import contextlib
 import enum
 import functools
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from ddplint.analysis.names import dotted_name
 from ddplint.lazy import cst
@@ -72,7 +73,7 @@ class ScopeKind(enum.Enum):
 class Scope:
     """One scope's bindings so far, and how deep in conditional code we are."""
 
-    __slots__ = ("kind", "node", "names", "conditional", "globals", "star_modules")
+    __slots__ = ("kind", "node", "names", "conditional", "globals", "star_modules", "log")
 
     def __init__(self, kind: ScopeKind, node: cst.CSTNode | None) -> None:
         self.kind = kind
@@ -81,13 +82,40 @@ class Scope:
         self.conditional = 0
         self.globals: set[str] = set()
         self.star_modules: list[str] = []
+        #: (name, binding before) of every binding, in order: what the scope
+        #: held at an earlier point can be rebuilt (`ScopeTracker.restored`).
+        self.log: list[tuple[str, Binding | None]] = []
 
     def bind(self, name: str, binding: Binding) -> None:
         """Bind `name`; in conditional code, keep the previous possibilities."""
         previous = self.names.get(name)
+        self.log.append((name, previous))
         if previous is not None and self.conditional:
             binding = previous.merged(binding)
         self.names[name] = binding
+
+    def as_of(self, entries: int) -> Scope:
+        """A copy holding the bindings this scope had after its first `entries` log entries."""
+        copy = Scope(self.kind, self.node)
+        names = dict(self.names)
+        for name, previous in reversed(self.log[entries:]):
+            if previous is None:
+                names.pop(name, None)
+            else:
+                names[name] = previous
+        copy.names = names
+        copy.globals = set(self.globals)
+        copy.star_modules = list(self.star_modules)
+        copy.log = self.log[:entries]
+        return copy
+
+
+@dataclass(frozen=True)
+class ScopeMark:
+    """A point of the walk, for `ScopeTracker.restored`."""
+
+    scopes: tuple[tuple[Scope, int], ...]
+    function_depth: int
 
 
 def import_from_module(node: cst.ImportFrom) -> str:
@@ -133,6 +161,27 @@ class ScopeTracker:
         #: Counts binding and scope changes: answers derived from the bindings
         #: (rank guards) stay valid while it is unchanged.
         self.generation = 0
+
+    # ----------------------------------------------------------- positions
+
+    def mark(self) -> ScopeMark:
+        """Where the walk is, to answer name questions there after the walk (cheap:
+        a length per enclosing scope)."""
+        return ScopeMark(tuple((scope, len(scope.log)) for scope in self.stack), self.function_depth)
+
+    @contextlib.contextmanager
+    def restored(self, mark: ScopeMark) -> Iterator[None]:
+        """Answer as at `mark` (names bound later in its scopes are not seen),
+        then return to the present."""
+        saved = (self.stack, self.module_scope, self.function_depth)
+        self.stack = [scope.as_of(entries) for scope, entries in mark.scopes]
+        self.module_scope, self.function_depth = self.stack[0], mark.function_depth
+        self._changed()
+        try:
+            yield
+        finally:
+            self.stack, self.module_scope, self.function_depth = saved
+            self._changed()
 
     # ----------------------------------------------------------- queries
 

@@ -17,6 +17,7 @@ import libcst as cst
 
 from ddplint.analysis.rewrite import ProposedFix
 from ddplint.config.settings import Settings
+from ddplint.engine.deferred import DeferredChecks, has_checks
 from ddplint.engine.findings import make_finding
 from ddplint.engine.fixes import resolve_fix
 from ddplint.engine.positions import comments, resolve_positions, to_span
@@ -89,6 +90,8 @@ def _lint_module(
     module's own functions and classes."""
     walker_stack: list[cst.CSTNode] = []
     requires = {name for rule in rules for name in rule.requires}
+    if any(has_checks(rule) for rule in rules):
+        requires.add("rank")  # a deferred check gets the node's `Site`
     consulted = summary is not None and summary.consulted is not None
     symbols = summary is not None and symbols
     summarize = consulted or symbols  # else the summary is complete: its imports
@@ -103,10 +106,14 @@ def _lint_module(
     def on_rule_error(rule: Rule, exc: BaseException) -> None:
         notices.append(Notice.internal_error(path, exc, f" in rule {rule.code}"))
 
-    walker = Walker(analyses, instances, on_rule_error, walker_stack)
+    deferred = DeferredChecks(ctx)
+    walker = Walker(analyses, instances, on_rule_error, walker_stack, deferred.record)
     try:
         walker.walk(module)
+        deferred.run(walker.active, walker.fail)
         for instance in list(instances):
+            if not walker.active(instance):
+                continue
             try:
                 instance.finish()
             except Exception as exc:  # noqa: BLE001 - one rule's bug must not hide the others

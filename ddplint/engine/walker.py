@@ -31,13 +31,14 @@ _hooks_by_class: dict[type, list[tuple[str, type, str]]] = {}
 
 
 def _hooks(owner_cls: type) -> list[tuple[str, type, str]]:
-    """(phase, node class, method name) for every visit_/leave_ method."""
+    """(phase, node class, method name) for every visit_/leave_/check_ method
+    (and the trigger_ methods that go with check_ ones)."""
     hooks = _hooks_by_class.get(owner_cls)
     if hooks is None:
         hooks = []
         for attr in dir(owner_cls):
             phase, _, node_name = attr.partition("_")
-            if phase not in ("visit", "leave") or not node_name:
+            if phase not in ("visit", "leave", "check", "trigger") or not node_name:
                 continue
             node_cls = getattr(cst, node_name, None)
             if not (isinstance(node_cls, type) and issubclass(node_cls, cst.CSTNode)):
@@ -58,24 +59,56 @@ class Walker:
         rules: Iterable[Any],
         on_rule_error: Callable[[Any, BaseException], None],
         stack: list[cst.CSTNode],
+        defer: Callable[[Any, cst.CSTNode, Callback], None] | None = None,
     ) -> None:
         self._analyses = list(analyses)
         self._rules = list(rules)
         self._on_rule_error = on_rule_error
         #: Ancestors of the node being visited (shared with the FileContext).
         self.stack = stack
+        #: Called with (rule, node, its check_ method) for each node a rule's
+        #: ``check_<Node>`` wants after the walk (and its ``trigger_<Node>`` accepts).
+        self._defer = defer
         self._build_tables()
+
+    def active(self, rule: Any) -> bool:
+        """Whether `rule` is still on (no hook of it has raised)."""
+        return rule in self._rules
 
     def _build_tables(self) -> None:
         enter: dict[type, list[tuple[Any, Callback]]] = defaultdict(list)
         leave: dict[type, list[tuple[Any, Callback]]] = defaultdict(list)
         for owner in [*self._analyses, *self._rules]:
-            for phase, node_cls, attr in _hooks(type(owner)):
-                (enter if phase == "visit" else leave)[node_cls].append((owner, getattr(owner, attr)))
+            hooks = _hooks(type(owner))
+            triggers = {node_cls: attr for phase, node_cls, attr in hooks if phase == "trigger"}
+            for phase, node_cls, attr in hooks:
+                if phase in ("visit", "leave"):
+                    (enter if phase == "visit" else leave)[node_cls].append((owner, getattr(owner, attr)))
+            for phase, node_cls, attr in hooks:  # after the owner's own visit_ (it may note state there)
+                if phase == "check":
+                    if self._defer is None:
+                        raise TypeError(f"{type(owner).__qualname__}.{attr}: deferred checks need the engine's walk")
+                    enter[node_cls].append((owner, self._deferrer(owner, getattr(owner, attr), triggers.get(node_cls))))
         for table in leave.values():  # analyses leave after the rules
             table.reverse()
         self._enter = {k: tuple(v) for k, v in enter.items()}
         self._leave = {k: tuple(v) for k, v in leave.items()}
+
+    def _deferrer(self, owner: Any, check: Callback, trigger_name: str | None) -> Callback:
+        defer = self._defer
+        assert defer is not None
+        trigger = getattr(owner, trigger_name) if trigger_name else None
+
+        def record(node: cst.CSTNode) -> None:
+            if trigger is None or trigger(node):
+                defer(owner, node, check)
+
+        return record
+
+    def fail(self, owner: Any, exc: BaseException) -> None:
+        """Switch a rule off for the rest of the file and report its error
+        (an analysis's error aborts the file)."""
+        self._fail(owner, exc)
 
     def _fail(self, owner: Any, exc: BaseException) -> None:
         if owner not in self._rules:
