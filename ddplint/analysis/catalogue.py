@@ -244,3 +244,7 @@ BUFFERLESS_LAYERS = frozenset({
 })  # fmt: skip
 #: Containers whose buffers are their children's.
 MODULE_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+
+#: Calls that pin the process to a device by index: `torch.cuda.set_device(i)`,
+#: DeepSpeed's `get_accelerator().set_device(i)`, `torch.accelerator.set_device_index(i)`.
+DEVICE_SETTERS = frozenset({"set_device", "set_device_index"})
