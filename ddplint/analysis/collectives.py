@@ -34,6 +34,7 @@ from ddplint.analysis.catalogue import (
     FABRIC_STRATEGY_WORDS,
     FABRIC_WRAPPERS,
     FRAMEWORK_COLLECTIVES,
+    FRAMEWORK_TYPES,
     MODULE_CONTAINERS,
     covering_needles,
 )
@@ -160,8 +161,15 @@ COLLECTIVE_FAMILIES: tuple[tuple[frozenset[str], tuple[tuple[str, ...], ...]], .
     (ENGINE_METHODS, (tuple(f"engine.{method}" for method in sorted(ENGINE_METHODS)),)),
     (STRATEGY_METHODS | {"sync_dist"}, (("strategy", "sync_dist"),)),
     (MPI_COLLECTIVES, (("MPI",),)),
-    # `trainer.save_checkpoint(...)` (Lightning), `trainer.save_model()` (Hugging Face), `fabric.save(...)`.
-    (frozenset(method for _, method in FRAMEWORK_COLLECTIVES), (("lightning", "transformers", "trl"),)),
+    # `trainer.save_checkpoint(...)` (Lightning), `trainer.save_model()` (Hugging Face), `fabric.save(...)`:
+    # in a module that imports the framework and names the receiver or its class.
+    *(
+        (
+            frozenset(m for key, m in FRAMEWORK_COLLECTIVES if key == framework.key),
+            (framework.packages, tuple(sorted(framework.names | {c.rsplit(".", 1)[-1] for c in framework.classes}))),
+        )
+        for framework in FRAMEWORK_TYPES
+    ),
     (HOROVOD_COLLECTIVES, (("horovod",),)),
 )  # fmt: skip
 
