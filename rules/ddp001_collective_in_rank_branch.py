@@ -7,16 +7,22 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Callable
 
-from ddplint.analysis.catalogue import RANK_TEXT
+from ddplint.analysis.catalogue import FRAMEWORK_COLLECTIVES, RANK_TEXT
 from ddplint.analysis.collectives import (
     COLLECTIVE_FUNCTIONS,
     HOROVOD_COLLECTIVES,
     MPI_COLLECTIVES,
+    WrappedModel,
+    backend_dependence,
     collective_name,
     in_lazy_initialization,
+    parameter_forward,
+    under_no_grad,
+    wrapped_model,
     wrapped_model_collective,
     wrapper_of,
 )
+from ddplint.analysis.calls import bind_to
 from ddplint.analysis.rank import Guard, GuardKind, excludes, polarity
 from ddplint.analysis.rank_sets import RankSets
 from ddplint.lazy import cst
@@ -50,6 +56,12 @@ class _Site:
     order: int = 0
     #: An enclosing `if` whose test reads per-process state (a file, the clock): (test, what).
     varying: tuple | None = None
+    #: For calls of module functions: the wrapped models passed, by argument index.
+    models: tuple[tuple[int, WrappedModel], ...] = ()
+    #: Inside ``torch.no_grad()`` (so is the callee's body).
+    no_grad: bool = False
+    #: A call of a parameter of its function (``net(x)`` in ``def score(net, ...)``).
+    forwards: str | None = None
 
 
 class CollectiveInRankBranch(Rule):
@@ -89,11 +101,18 @@ class CollectiveInRankBranch(Rule):
     `gather_for_metrics`, `reduce`, `save_state`, `load_state`, `backward`;
     DeepSpeed `engine.save_checkpoint`/`load_checkpoint`; Lightning
     `self.all_gather`, `strategy.barrier`/`broadcast` and
-    `self.log(..., sync_dist=True)`; mpi4py's communicator methods
+    `self.log(..., sync_dist=True)`, `trainer.save_checkpoint` (it ends in a
+    barrier) and Fabric's `save`/`load`/`barrier`/`broadcast`/`all_gather`/
+    `all_reduce`; the Hugging Face Trainer's `save_model` (under FSDP and
+    DeepSpeed); mpi4py's communicator methods
     (`MPI.COMM_WORLD.bcast`, `comm.Barrier`, `Allreduce`, ...) and Horovod's
     (`hvd.allreduce`, `hvd.broadcast_parameters`, ...); and the implicit
-    ones: calling a model wrapped in `DistributedDataParallel` (outside
-    `torch.no_grad()`, where DDP synchronises nothing), calling an FSDP or
+    ones: calling a model wrapped in `DistributedDataParallel` or by
+    Fabric's `setup_module`/`setup` (under `torch.no_grad()` too, where DDP
+    still broadcasts the module's buffers from rank 0, unless
+    `broadcast_buffers=False` or the module is visibly built from layers
+    without buffers), also inside a helper the model is passed to
+    (`evaluate(model)` calling `net(x)`), calling an FSDP or
     `fully_shard` model (it all-gathers its parameters, under `no_grad`
     too), its `.backward()`, `.state_dict()` of an FSDP-wrapped model, and
     iterating a DataLoader that accelerate prepared (each pass broadcasts
@@ -175,7 +194,7 @@ class CollectiveInRankBranch(Rule):
         "wait_for_everyone", "gather_for_metrics", "save_state", "load_state", "save_checkpoint",
         "load_checkpoint", "sync_dist", "DistributedDataParallel", "FullyShardedDataParallel",
         "summon_full_params", "get_model_state_dict", "get_state_dict", "checkpoint", "rendezvous",
-        "mesh_reduce",
+        "mesh_reduce", *sorted({method for _, method in FRAMEWORK_COLLECTIVES}), "setup_module", "fabric", "Fabric",
     )  # fmt: skip
     tags = ("correctness", "deadlock")
     #: No guard can be rank-dependent without one of these (see `rank` analysis).
@@ -188,8 +207,10 @@ class CollectiveInRankBranch(Rule):
         self.sites: list[_Site] = []
         #: (function, walk order) of each DDP wrap.
         self.ddp_wraps: list[tuple[cst.FunctionDef | None, int]] = []
-        #: How backend-dependent collectives are shown (`accelerator.save_state()`).
-        self.backend_dependent: set[str] = set()
+        #: How backend-dependent collectives are shown (`accelerator.save_state()`) -> what gathers.
+        self.backend_dependent: dict[str, tuple[str, str, str]] = {}
+        #: Functions -> (parameter, under no_grad, shown) of each call of a parameter in their body.
+        self.forwards: dict[cst.FunctionDef, list[tuple[str, bool, str]]] = defaultdict(list)
         #: Helpers whose every collective runs under ``if <parameter>:`` -> that parameter.
         self.switches: dict[cst.FunctionDef, str] = {}
 
@@ -201,8 +222,10 @@ class CollectiveInRankBranch(Rule):
             self.ddp_wraps.append((ctx.enclosing_function(), len(self.sites)))
         func = node.func
         shown = collective_name(node, ctx) or wrapped_model_collective(node, ctx, self._wrapped)
-        if shown is not None and isinstance(func, cst.Attribute) and func.attr.value in BACKEND_DEPENDENT:
-            self.backend_dependent.add(shown)
+        if shown is not None:
+            gathers = backend_dependence(node, ctx)
+            if gathers is not None:
+                self.backend_dependent[shown] = gathers
         extra: dict = {}
         if shown is None and ctx.facts:
             fact = ctx.facts.first(ctx.scopes.imported_qualnames(func))
@@ -215,16 +238,23 @@ class CollectiveInRankBranch(Rule):
             elif isinstance(func, cst.Name):
                 targets = tuple(v for v in ctx.values_of(func) if isinstance(v, cst.FunctionDef))
                 if not targets:
+                    forwarded = parameter_forward(node, ctx)
+                    if forwarded is None:
+                        return
+                    function, parameter = forwarded
+                    self.forwards[function].append((parameter, under_no_grad(ctx.stack, ctx), func.value))
                     return
-                shown, extra = f"`{func.value}()`", {"targets": targets}
+                else:
+                    shown, extra = f"`{func.value}()`", {"targets": targets, "models": self._models(node)}
             elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-                shown, extra = f"`self.{func.attr.value}()`", {"method": func.attr.value}
+                shown, extra = f"`self.{func.attr.value}()`", {"method": func.attr.value, "models": self._models(node)}
             else:
                 return
         inner, outer = ctx.rank.guards()
         extra["lazy"] = in_lazy_initialization(ctx.stack)
         extra["order"] = len(self.sites)
         extra["varying"] = self._varying_condition()
+        extra["no_grad"] = under_no_grad(ctx.stack, ctx)
         self.sites.append(_Site(node, shown, inner, outer, ctx.enclosing_function(), ctx.statement(), **extra))
 
     def _varying_condition(self) -> tuple | None:
@@ -273,13 +303,21 @@ class CollectiveInRankBranch(Rule):
             _Site(loader, shown, inner, outer, ctx.enclosing_function(), ctx.statement(), order=len(self.sites))  # type: ignore[arg-type]
         )
 
-    def _wrapped(self, attribute: str) -> str | None:
-        """The wrapper ("DDP"/"FSDP") that ``self.<attribute>`` is assigned in this module."""
-        values = self.ctx.rank.attribute_values.get(attribute)
-        if not values:
-            return None
-        kinds = {wrapper_of(v, self.ctx) for v in values} - {None}
-        return kinds.pop() if len(kinds) == 1 else None
+    def _wrapped(self, attribute: str) -> tuple[cst.CSTNode, ...]:
+        """The wrapping values ``self.<attribute>`` is assigned in this module
+        (others, such as ``None`` in ``__init__``, left out)."""
+        values = self.ctx.rank.attribute_values.get(attribute) or ()
+        return tuple(v for v in values if wrapper_of(v, self.ctx) is not None)
+
+    def _models(self, call: cst.Call) -> tuple[tuple[int, WrappedModel], ...]:
+        """The wrapped models a call of a module function passes, by argument index."""
+        found = []
+        for index, arg in enumerate(call.args):
+            if not arg.star:
+                model = wrapped_model(arg.value, self.ctx, self._wrapped)
+                if model is not None:
+                    found.append((index, model))
+        return tuple(found)
 
     # ------------------------------------------------------------ decision
 
@@ -295,7 +333,7 @@ class CollectiveInRankBranch(Rule):
         balance = _Balance(sequences, owners, RankSets(self.ctx.rank))
         rank = self.ctx.rank
         for site, chain in effective:
-            backend = chain[-1] in self.backend_dependent
+            backend = self.backend_dependent.get(chain[-1])
             if site.varying is not None and not rank.selects_ranks(site.guards):
                 self._report_varying(site, chain)
             for guard in site.guards:
@@ -303,7 +341,7 @@ class CollectiveInRankBranch(Rule):
                     continue
                 if guard.exit is not None and _correlated(guard, site.guards):
                     continue  # `if not use_fsdp and not is_rank0: return` ... `if use_fsdp: broadcast()`
-                if backend and self._admits_backend(guard.test):
+                if backend is not None and self._admits_backend(guard.test):
                     continue  # `if is_main_process or distributed_type == DEEPSPEED:`: the maintainers' fix
                 self._report(site, chain, guard, backend)
                 break
@@ -343,6 +381,26 @@ class CollectiveInRankBranch(Rule):
         for target in self._targets(site):
             if target in chains and not self._switched_off(site.node, target):
                 return (site.shown, *chains[target])
+        for target in self._targets(site):
+            forward = self._forward(site, target)
+            if forward is not None:
+                return (site.shown, forward)
+        return None
+
+    def _forward(self, site: _Site, target: cst.FunctionDef) -> str | None:
+        """A wrapped model the call passes to a parameter the callee calls
+        (``score(ddp_model, batches)`` → ``net(x)``): that forward."""
+        if not site.models or target not in self.forwards:
+            return None
+        bound = bind_to(site.node, target)
+        passed = dict(site.models)
+        for parameter, no_grad, shown in self.forwards[target]:
+            arg = bound.explicit.get(parameter)
+            index = next((i for i, a in enumerate(site.node.args) if a is arg), None)
+            if index in passed:
+                forward = passed[index].forward(shown, no_grad or site.no_grad)
+                if forward is not None:
+                    return forward
         return None
 
     def _switched_off(self, call: cst.Call, target: cst.FunctionDef) -> bool:
@@ -419,16 +477,16 @@ class CollectiveInRankBranch(Rule):
             preview=True,
         )
 
-    def _report(self, site: _Site, chain: tuple[str, ...], guard: Guard, backend: bool) -> None:
+    def _report(self, site: _Site, chain: tuple[str, ...], guard: Guard, backend: tuple[str, str, str] | None) -> None:
         shown = chain[0] if len(chain) == 1 else f"{chain[0]} (which calls {' → '.join(chain[1:])})"
         code = self.ctx.module.code_for_node
         message = _message(shown, guard, code(guard.test), code(guard.exit) if guard.exit is not None else None)
         self.report(
             site.node,
-            _backend_message(message) if backend else message,
+            _backend_message(message, backend) if backend is not None else message,
             related=((guard.anchor, _RELATED[guard.kind]), *_helper_location(site.imported)),
             statement=site.statement,
-            severity=Severity.WARNING if backend else None,
+            severity=Severity.WARNING if backend is not None else None,
         )
 
 
@@ -440,18 +498,14 @@ PER_PROCESS_READS = {
     "time.time": "the clock", "time.perf_counter": "the clock", "time.monotonic": "the clock",
 }  # fmt: skip
 
-#: accelerate calls that are collectives only under some backends.
-BACKEND_DEPENDENT = frozenset({"save_state", "load_state"})
 _BACKEND_WORDS = re.compile(r"(?i)deepspeed|fsdp|megatron|distributed_type|sharded")
 
 
-def _backend_message(message: Callable[[Callable], str]) -> Callable[[Callable], str]:
+def _backend_message(message: Callable[[Callable], str], backend: tuple[str, str, str]) -> Callable[[Callable], str]:
+    backends, gathers, remedy = backend
+
     def render(span_of: Callable) -> str:
-        return (
-            "under DeepSpeed, FSDP and Megatron-LM (not plain DDP) accelerate gathers the state on every rank here: "
-            f"{message(span_of)}; call it on every rank, or add the backend to the condition "
-            "(`or accelerator.distributed_type == DistributedType.DEEPSPEED`)"
-        )
+        return f"under {backends} (not plain DDP) {gathers} on every rank here: {message(span_of)}; {remedy}"
 
     return render
 

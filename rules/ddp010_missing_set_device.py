@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ddplint.analysis.callgraph import is_main_test
+from ddplint.analysis.catalogue import DEVICE_SETTERS
 from ddplint.analysis.names import dotted_name, last_name
 from ddplint.lazy import cst
 from ddplint.model import Severity
@@ -116,8 +117,9 @@ class MissingSetDevice(Rule):
         self.pinned = self._pins(node, names)
 
     def _pins(self, node: cst.Call, names: frozenset) -> bool:
-        """`set_device(...)` on any receiver, or `torch.cuda.device(...)`."""
-        return last_name(node.func) == "set_device" or bool(names & {"torch.cuda.device"})
+        """`set_device(...)` on any receiver (`torch.accelerator.set_device_index(...)`
+        too), or `torch.cuda.device(...)`."""
+        return last_name(node.func) in DEVICE_SETTERS or bool(names & {"torch.cuda.device"})
 
     def visit_If(self, node: cst.If) -> None:
         if not self.script and len(self.ctx.stack) == 2 and is_main_test(node.test):

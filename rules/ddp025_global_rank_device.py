@@ -14,7 +14,8 @@ class GlobalRankDevice(Rule):
     """
     ## What it does
 
-    Flags a GPU picked with the *global* rank: `torch.cuda.set_device(rank)`,
+    Flags a GPU picked with the *global* rank: `torch.cuda.set_device(rank)`
+    (`torch.accelerator.set_device_index(rank)`),
     `with torch.cuda.device(rank):`, `model.to(rank)`/`.cuda(rank)`,
     `DDP(..., device_ids=[rank])`, `torch.device("cuda", rank)`,
     `f"cuda:{rank}"` (and torchtitan's `f"{device_type}:{rank}"`), and
@@ -75,7 +76,7 @@ class GlobalRankDevice(Rule):
     name = "global-rank-device"
     severity = Severity.WARNING
     summary = "A GPU picked with the global rank: the second node asks for devices it does not have."
-    tokens = ("set_device", "device_ids", "device_id", "device_map", "cuda", "device", "output_device")
+    tokens = ("set_device", "set_device_index", "device_ids", "device_id", "device_map", "cuda", "device", "output_device")
     #: A global rank must be in sight (or the node rank it is computed from).
     context_tokens = (*GLOBAL_RANK_TEXT, "node_rank", "per_node", "nr *")
     requires = frozenset({"rank_kinds"})

@@ -135,3 +135,75 @@ class _ValueProbe:
 def test_literal_values(source: str, expected) -> None:
     _, (probe,) = walk(source, _ValueProbe)
     assert probe.seen == [expected]
+
+
+class _ReceiverProbe:
+    """Records `framework_types` of the receiver of each `x.probe()` call."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx, self.seen = ctx, []
+
+    def visit_Call(self, node) -> None:
+        from ddplint.analysis.receivers import framework_types
+
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "probe":
+            self.seen.append(set(framework_types(node.func.value, self.ctx)))
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import lightning as L\nt = L.Trainer()\nt.probe()", {"lightning.Trainer"}),
+        ("from pytorch_lightning import Trainer\ndef f(x: Trainer):\n    x.probe()", {"lightning.Trainer"}),
+        ("import pytorch_lightning as pl\ndef f(x: 'pl.Trainer'):\n    x.probe()", {"lightning.Trainer"}),
+        ("from transformers import Trainer\nclass T(Trainer):\n    pass\nt = T()\nt.probe()", {"transformers.Trainer"}),
+        ("from trl import SFTTrainer\nt = SFTTrainer(m)\nt.probe()", {"transformers.Trainer"}),
+        ("import lightning\ndef hook(self, trainer):\n    trainer.probe()", {"lightning.Trainer"}),
+        ("import lightning\ndef hook(self):\n    self.fabric.probe()", {"lightning.Fabric"}),
+        # A conventional name says nothing without the framework's import ...
+        ("def hook(trainer):\n    trainer.probe()", set()),
+        # ... nor against a visible constructor of another class.
+        ("import lightning\nclass Trainer:\n    pass\ntrainer = Trainer()\ntrainer.probe()", set()),
+        ("import lightning\ndef f(trainer: MyTrainer):\n    trainer.probe()", set()),
+        ("import lightning\ntrainer = build(cfg)\ntrainer.probe()", {"lightning.Trainer"}),
+    ],
+)
+def test_framework_receivers(source: str, expected) -> None:
+    _, (probe,) = walk(source, _ReceiverProbe)
+    assert probe.seen == [expected]
+
+
+class _BuffersProbe:
+    def __init__(self, ctx) -> None:
+        self.ctx, self.seen = ctx, []
+
+    def visit_Call(self, node) -> None:
+        from ddplint.analysis.collectives import module_has_buffers
+
+        if isinstance(node.func, cst.Name) and node.func.value == "probe":
+            self.seen.append(module_has_buffers(node.args[0].value, self.ctx))
+
+
+_MLP = "class Mlp(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(2, 2)\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("probe(nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)))", True),
+        ("probe(nn.Sequential(nn.Linear(2, 2), nn.ReLU()).cuda())", False),
+        ("m = nn.Conv2d(3, 3, 3)\nprobe(m)", False),
+        ("probe(nn.SyncBatchNorm.convert_sync_batchnorm(nn.BatchNorm2d(3)))", True),
+        ("probe(nn.SyncBatchNorm.convert_sync_batchnorm(net))", None),
+        ("probe(net)", None),
+        ("probe(resnet50())", None),
+        ("probe(nn.Sequential(*layers))", None),
+        (_MLP + "probe(Mlp())", False),
+        (_MLP + "        self.register_buffer('s', torch.ones(2))\nprobe(Mlp())", True),
+        (_MLP + "        self.bn = nn.BatchNorm1d(2)\nprobe(Mlp())", True),
+        (_MLP + "        self.body = make_body()\nprobe(Mlp())", None),
+    ],
+)
+def test_module_buffers(source: str, expected) -> None:
+    _, (probe,) = walk("import torch\nfrom torch import nn\n" + source, _BuffersProbe)
+    assert probe.seen == [expected]

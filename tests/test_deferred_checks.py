@@ -9,7 +9,7 @@ import pytest
 
 from ddplint.analysis.guards import Runs
 from ddplint.config.settings import Settings
-from ddplint.engine import check_source
+from ddplint.engine import _rules_by_code, _visitor_rules, check_source
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import _REGISTRY, Rule
@@ -62,10 +62,14 @@ def probe() -> Iterator[type[Rule]]:
                 self.report(node, "every rank saves")
 
     SEEN.clear()
+    _rules_by_code.cache_clear()  # the engine's view of the registry: now with the probe
+    _visitor_rules.cache_clear()
     try:
         yield SaveProbe
     finally:
         _REGISTRY.pop(CODE, None)
+        _rules_by_code.cache_clear()
+        _visitor_rules.cache_clear()
 
 
 def lint(source: str):

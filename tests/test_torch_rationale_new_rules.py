@@ -372,6 +372,62 @@ def test_ddp001_rank_waiting_early_gives_up_and_names_rank_zero(tmp_path) -> Non
     assert MONITOR_TIMEOUT_S - 0.1 <= waited < MONITOR_TIMEOUT_S + 3, waited
 
 
+def _no_grad_forward_on_rank_zero(rank: int, init_file: str, kind: str, out) -> None:
+    """Every rank trains one step of a DDP model; then only rank 0 runs a
+    forward under `torch.no_grad()` (evaluation on the main process) while
+    rank 1 waits in a barrier, which rank 0 joins once its forward returns.
+    `kind`: "buffers" (Linear + BatchNorm1d), "no buffers" (Linear + ReLU),
+    or "broadcast_buffers=False" (Linear + BatchNorm1d)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    _init(rank, 2, init_file)
+    try:
+        monitor = datetime.timedelta(seconds=MONITOR_TIMEOUT_S)
+        group = dist.new_group([0, 1], timeout=monitor)
+        torch.manual_seed(0)
+        last = torch.nn.ReLU() if kind == "no buffers" else torch.nn.BatchNorm1d(8)
+        model = DistributedDataParallel(
+            torch.nn.Sequential(torch.nn.Linear(8, 8), last),
+            process_group=group,
+            broadcast_buffers=kind != "broadcast_buffers=False",
+        )
+        model(torch.randn(4, 8)).sum().backward()
+        started = time.monotonic()
+        try:
+            if rank == 0:
+                with torch.no_grad():
+                    model(torch.randn(4, 8))
+            dist.monitored_barrier(group, timeout=monitor)
+            out[rank] = ("passed", time.monotonic() - started)
+        except Exception as error:  # noqa: BLE001 - the error is the result
+            out[rank] = (str(error), time.monotonic() - started)
+        del model
+        gc.collect()
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("kind", "blocks"), [("buffers", True), ("no buffers", False), ("broadcast_buffers=False", False)]
+)
+def test_ddp001_no_grad_forward_of_a_model_with_buffers_is_a_collective(tmp_path, kind: str, blocks: bool) -> None:
+    with mp.Manager() as manager:
+        out = manager.dict()
+        _run_ranks(_no_grad_forward_on_rank_zero, 2, str(tmp_path / "init"), kind, out)
+        (message, waited), (other, _) = out[0], out[1]
+    if blocks:
+        # DDP broadcasts the buffers from rank 0 before the forward, under no_grad
+        # too: rank 0 waits for a rank that is in a barrier, until the group's timeout.
+        assert message != "passed", message
+        assert waited >= MONITOR_TIMEOUT_S - 0.1, waited
+        assert other != "passed", other
+    else:
+        # Nothing to broadcast: the forward returns and rank 0 joins the barrier.
+        assert (message, other) == ("passed", "passed"), (message, other)
+        assert waited < MONITOR_TIMEOUT_S, waited
+
+
 # --- GPU only: DDP016 load-without-map-location, DDP020 cpu-tensor-collective --
 
 needs_cuda = pytest.mark.skipif(

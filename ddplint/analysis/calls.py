@@ -41,3 +41,14 @@ def bind_arguments(call: cst.Call, positional: tuple[str, ...]) -> BoundArgument
             explicit[positional[index]] = arg
             index += 1
     return BoundArguments(explicit, open_ended)
+
+
+def bind_to(call: cst.Call, function: cst.FunctionDef) -> BoundArguments:
+    """Bind `call`'s arguments to `function`'s parameters; a method called on
+    an object (``self.evaluate(model)``, ``meter.update(v)``) receives the
+    object as its first parameter (``self``/``cls``)."""
+    params = function.params
+    positional = tuple(p.name.value for p in (*params.posonly_params, *params.params))
+    if isinstance(call.func, cst.Attribute) and positional[:1] in (("self",), ("cls",)):
+        positional = positional[1:]
+    return bind_arguments(call, positional)

@@ -146,3 +146,105 @@ RANK_TEXT = covering_needles((s.token for s in RANK_SOURCES), _RANK_SEEDS)
 GLOBAL_RANK_TEXT = covering_needles(
     (s.token for s in RANK_SOURCES if s.kind == GLOBAL or s.text == "get_rank"), ("RANK",)
 )
+
+
+# --------------------------------------------------------------- frameworks
+
+
+@dataclass(frozen=True)
+class FrameworkType:
+    """A framework class whose methods ddplint knows, and how code names an
+    object of it: built from one of `classes` (or a subclass of one), annotated
+    with one, or, with nothing else known, called one of `names` in a module
+    that imports one of `packages`."""
+
+    key: str
+    classes: frozenset[str]
+    names: frozenset[str]
+    packages: tuple[str, ...]
+
+
+LIGHTNING_TRAINER = "lightning.Trainer"
+HF_TRAINER = "transformers.Trainer"
+FABRIC = "lightning.Fabric"
+
+FRAMEWORK_TYPES: tuple[FrameworkType, ...] = (
+    FrameworkType(LIGHTNING_TRAINER, frozenset({
+        "lightning.Trainer", "lightning.pytorch.Trainer", "lightning.pytorch.trainer.Trainer",
+        "lightning.pytorch.trainer.trainer.Trainer", "pytorch_lightning.Trainer",
+        "pytorch_lightning.trainer.Trainer", "pytorch_lightning.trainer.trainer.Trainer",
+    }), frozenset({"trainer"}), ("lightning", "pytorch_lightning")),
+    FrameworkType(HF_TRAINER, frozenset({
+        "transformers.Trainer", "transformers.trainer.Trainer", "transformers.Seq2SeqTrainer",
+        "transformers.trainer_seq2seq.Seq2SeqTrainer", "trl.SFTTrainer", "trl.DPOTrainer", "trl.ORPOTrainer",
+        "trl.KTOTrainer", "trl.CPOTrainer", "trl.RewardTrainer", "trl.GRPOTrainer", "trl.PPOTrainer",
+        "trl.RLOOTrainer", "trl.GKDTrainer", "trl.IterativeSFTTrainer", "trl.OnlineDPOTrainer",
+        "trl.trainer.SFTTrainer", "trl.trainer.DPOTrainer", "trl.trainer.sft_trainer.SFTTrainer",
+        "trl.trainer.dpo_trainer.DPOTrainer",
+    }), frozenset({"trainer"}), ("transformers", "trl")),
+    FrameworkType(FABRIC, frozenset({"lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric",
+                                     "lightning.fabric.fabric.Fabric", "lightning_fabric.fabric.Fabric"}),
+                  frozenset({"fabric"}), ("lightning", "lightning_fabric")),
+)  # fmt: skip
+
+#: Collective methods of framework objects: (type, method) -> why.
+#: Lightning's `Trainer.save_checkpoint` writes on rank 0 and ends in
+#: `strategy.barrier()`; Fabric's `save`/`load` must be called on every process.
+FRAMEWORK_COLLECTIVES: dict[tuple[str, str], str] = {
+    (LIGHTNING_TRAINER, "save_checkpoint"): "it ends in a barrier of every rank",
+    (HF_TRAINER, "save_model"): "",
+    (FABRIC, "save"): "it gathers the state and ends in a barrier of every rank",
+    (FABRIC, "load"): "every rank reads its part of the state",
+    (FABRIC, "barrier"): "",
+    (FABRIC, "broadcast"): "",
+    (FABRIC, "all_gather"): "",
+    (FABRIC, "all_reduce"): "",
+}  # fmt: skip
+
+#: Framework calls that are collectives under some backends only -> (the
+#: backends, what gathers there, how to call it instead), as the message says them.
+BACKEND_DEPENDENT: dict[tuple[str, str], tuple[str, str, str]] = {
+    ("accelerate", "save_state"): (
+        "DeepSpeed, FSDP and Megatron-LM", "accelerate gathers the state",
+        "call it on every rank, or add the backend to the condition "
+        "(`or accelerator.distributed_type == DistributedType.DEEPSPEED`)",
+    ),
+    ("accelerate", "load_state"): (
+        "DeepSpeed, FSDP and Megatron-LM", "accelerate gathers the state",
+        "call it on every rank, or add the backend to the condition "
+        "(`or accelerator.distributed_type == DistributedType.DEEPSPEED`)",
+    ),
+    (HF_TRAINER, "save_model"): (
+        "FSDP and DeepSpeed", "the Trainer gathers the model's weights",
+        "call it on every rank: the Trainer writes on the main process only (`args.should_save`)",
+    ),
+}  # fmt: skip
+
+#: Fabric methods that wrap a model for the strategy (the first value returned).
+FABRIC_WRAPPERS = frozenset({"setup_module", "setup"})
+#: A Fabric strategy (its name or class) -> how the wrapped model's forward synchronises.
+FABRIC_STRATEGY_WORDS = (("fsdp", "FSDP"), ("deepspeed", None), ("xla", None), ("ddp", "DDP"))
+
+#: Layers that hold buffers DDP broadcasts before a forward (running statistics).
+BUFFERED_LAYERS = frozenset({
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d", "LazyBatchNorm2d",
+    "LazyBatchNorm3d",
+})  # fmt: skip
+#: torch.nn layers without buffers (InstanceNorm tracks none by default).
+BUFFERLESS_LAYERS = frozenset({
+    "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "ConvTranspose3d", "Embedding", "EmbeddingBag", "LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm",
+    "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+    "ReLU", "ReLU6", "LeakyReLU", "PReLU", "GELU", "SiLU", "Mish", "ELU", "SELU", "CELU", "Tanh", "Sigmoid",
+    "Softmax", "LogSoftmax", "Softplus", "Hardtanh", "Hardswish", "Hardsigmoid", "Identity", "Flatten",
+    "Unflatten", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool2d", "Upsample",
+    "MultiheadAttention", "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell", "Transformer",
+    "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
+})  # fmt: skip
+#: Containers whose buffers are their children's.
+MODULE_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+
+#: Calls that pin the process to a device by index: `torch.cuda.set_device(i)`,
+#: DeepSpeed's `get_accelerator().set_device(i)`, `torch.accelerator.set_device_index(i)`.
+DEVICE_SETTERS = frozenset({"set_device", "set_device_index"})

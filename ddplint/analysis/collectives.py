@@ -24,8 +24,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-from ddplint.analysis.catalogue import covering_needles
+from dataclasses import dataclass
+
+from ddplint.analysis.catalogue import (
+    BACKEND_DEPENDENT,
+    BUFFERED_LAYERS,
+    BUFFERLESS_LAYERS,
+    FABRIC,
+    FABRIC_STRATEGY_WORDS,
+    FABRIC_WRAPPERS,
+    FRAMEWORK_COLLECTIVES,
+    FRAMEWORK_TYPES,
+    MODULE_CONTAINERS,
+)
 from ddplint.analysis.names import last_name
+from ddplint.analysis.receivers import class_types, framework_types
+from ddplint.analysis.values import truthiness
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
@@ -146,6 +160,15 @@ COLLECTIVE_FAMILIES: tuple[tuple[frozenset[str], tuple[tuple[str, ...], ...]], .
     (ENGINE_METHODS, (tuple(f"engine.{method}" for method in sorted(ENGINE_METHODS)),)),
     (STRATEGY_METHODS | {"sync_dist"}, (("strategy", "sync_dist"),)),
     (MPI_COLLECTIVES, (("MPI",),)),
+    # `trainer.save_checkpoint(...)` (Lightning), `trainer.save_model()` (Hugging Face), `fabric.save(...)`:
+    # in a module that imports the framework and names the receiver or its class.
+    *(
+        (
+            frozenset(m for key, m in FRAMEWORK_COLLECTIVES if key == framework.key),
+            (framework.packages, tuple(sorted(framework.names | {c.rsplit(".", 1)[-1] for c in framework.classes}))),
+        )
+        for framework in FRAMEWORK_TYPES
+    ),
     (HOROVOD_COLLECTIVES, (("horovod",),)),
 )  # fmt: skip
 
@@ -241,6 +264,11 @@ def collective_name(call: cst.Call, ctx: ModelView) -> str | None:
         return _shown(call, ctx)
     if method in STRATEGY_METHODS and last_name(receiver) == "strategy":
         return _shown(call, ctx)
+    if method in _FRAMEWORK_METHODS:
+        key = _framework_method(call, ctx)
+        if key is not None:
+            why = FRAMEWORK_COLLECTIVES[key, method]
+            return f"{_shown(call, ctx)} ({why})" if why else _shown(call, ctx)
     if isinstance(receiver, cst.Name) and receiver.value == "self":
         if method == "all_gather":
             return _shown(call, ctx)
@@ -251,22 +279,81 @@ def collective_name(call: cst.Call, ctx: ModelView) -> str | None:
     return None
 
 
+_FRAMEWORK_METHODS = frozenset(method for _, method in FRAMEWORK_COLLECTIVES)
+
+
+def _framework_method(call: cst.Call, ctx: ModelView) -> str | None:
+    """The framework type whose collective method `call` calls, if its
+    receiver holds one (`receivers.framework_types`)."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return None
+    method = func.attr.value
+    for key in sorted(framework_types(func.value, ctx)):
+        if (key, method) in FRAMEWORK_COLLECTIVES:
+            return key
+    return None
+
+
+def backend_dependence(call: cst.Call, ctx: ModelView) -> tuple[str, str, str] | None:
+    """For a collective that is one under DeepSpeed, FSDP or Megatron-LM only
+    (accelerate's `save_state`, the Hugging Face Trainer's `save_model`):
+    (the backends, what gathers there, the remedy), as a message says them."""
+    func = call.func
+    if not isinstance(func, cst.Attribute):
+        return None
+    method = func.attr.value
+    if ("accelerate", method) in BACKEND_DEPENDENT and _is_accelerator(func.value, ctx):
+        return BACKEND_DEPENDENT["accelerate", method]
+    if method in _FRAMEWORK_METHODS:
+        key = _framework_method(call, ctx)
+        return BACKEND_DEPENDENT.get((key, method)) if key is not None else None
+    return None
+
+
+@dataclass(frozen=True)
+class WrappedModel:
+    """A model wrapped for data parallelism, as a call of it synchronises.
+
+    `kind` is "DDP" (its forward broadcasts the buffers and arms the
+    gradient all-reduce) or "FSDP" (its forward all-gathers the parameters,
+    under ``no_grad`` too); `syncs_buffers` whether a DDP forward broadcasts
+    buffers under ``no_grad``: unless `broadcast_buffers=False` or a module
+    visibly without buffers is seen (measured: rank 0's ``no_grad`` forward of
+    a DDP(Linear + BatchNorm1d) waits for the other ranks)."""
+
+    kind: str
+    syncs_buffers: bool = True
+
+    def forward(self, shown: str, no_grad: bool) -> str | None:
+        """How a forward of it is shown as a collective, or None if it is none."""
+        if self.kind == "FSDP":
+            return f"the forward of FSDP-sharded `{shown}` (all-gathers its parameters, even under no_grad)"
+        if not no_grad:
+            return f"the forward of DDP-wrapped `{shown}` (buffer broadcast, gradient sync)"
+        if self.syncs_buffers:
+            return (
+                f"the forward of DDP-wrapped `{shown}` (under no_grad too, DDP broadcasts the module's "
+                "buffers from rank 0 first; `broadcast_buffers=False` turns that off)"
+            )
+        return None
+
+
 def wrapped_model_collective(
-    call: cst.Call, ctx: ModelView, wrapped: Callable[[str], str | None]
+    call: cst.Call, ctx: ModelView, wrapped: Callable[[str], tuple[cst.CSTNode, ...]]
 ) -> str | None:
     """The implicit collective of calling or checkpointing a wrapped model.
 
-    `wrapped` tells which wrapper ("DDP"/"FSDP"), if any, ``self.<attr>`` was
-    assigned; plain names are looked up in their bindings.
+    `wrapped` gives the values ``self.<attr>`` is assigned in the module;
+    plain names are looked up in their bindings.
     """
     func = call.func
-    kind = _wrapper_kind(func, ctx, wrapped)
-    if kind == "DDP" and not _under_no_grad(ctx.stack, ctx):
-        return f"the forward of DDP-wrapped `{ctx.module.code_for_node(func)}` (buffer broadcast, gradient sync)"
-    if kind == "FSDP":  # its forward all-gathers the parameters, under no_grad too
-        return f"the forward of FSDP-sharded `{ctx.module.code_for_node(func)}` (all-gathers its parameters, even under no_grad)"
+    model = wrapped_model(func, ctx, wrapped, called=True)
+    if model is not None:
+        return model.forward(ctx.module.code_for_node(func), under_no_grad(ctx.stack, ctx))
     if isinstance(func, cst.Attribute) and func.attr.value == "state_dict":
-        if _wrapper_kind(func.value, ctx, wrapped) == "FSDP":
+        model = wrapped_model(func.value, ctx, wrapped)
+        if model is not None and model.kind == "FSDP":
             return f"`{ctx.module.code_for_node(func)}()` of an FSDP-wrapped model (gathers the shards)"
     return None
 
@@ -274,29 +361,188 @@ def wrapped_model_collective(
 def wrapper_of(value: cst.CSTNode, ctx: ModelView) -> str | None:
     """"DDP"/"FSDP" if `value` is a call constructing that wrapper (over the
     default process group: a sub-group's members are selected by rank), or
-    sharding a model in place (`fully_shard(model)`, DeepSpeed's engine)."""
-    if isinstance(value, cst.Call) and not on_subgroup(value):
-        names = ctx.qualified_names(value.func)
-        if names and names <= DDP_CLASSES:
-            return "DDP"
-        if names and names <= FSDP_CLASSES | FULLY_SHARD:
-            return "FSDP"
+    sharding a model in place (`fully_shard(model)`, DeepSpeed's engine), or
+    Fabric's `setup_module(model)` (the strategy's wrapper)."""
+    model = _wrapping(value, ctx, called=False)
+    return model.kind if model is not None else None
+
+
+def wrapped_model(
+    node: cst.BaseExpression,
+    ctx: ModelView,
+    wrapped: Callable[[str], tuple[cst.CSTNode, ...]] | None = None,
+    called: bool = False,
+) -> WrappedModel | None:
+    """The wrapped model `node` holds here, when all its values agree: a
+    name bound to ``DDP(...)``, ``fabric.setup_module(...)``; ``self.<attr>``
+    through `wrapped`. `called`: the expression is called, so a value of
+    ``fabric.setup(model, optimizer)`` unpacked into it is the model."""
+    if isinstance(node, cst.Name):
+        values = ctx.values_of(node)
+    elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        values = wrapped(node.attr.value) if wrapped is not None else ()
+    else:
+        return None
+    if not values:
+        return None
+    models = {_wrapping(v, ctx, called) for v in values}
+    if len(models) != 1:
+        kinds = {m.kind if m is not None else None for m in models}
+        if len(kinds) == 1 and None not in kinds:  # two DDP wraps, one with buffers
+            return WrappedModel(kinds.pop(), any(m.syncs_buffers for m in models if m is not None))
+        return None
+    return models.pop()
+
+
+def _wrapping(value: cst.CSTNode, ctx: ModelView, called: bool) -> WrappedModel | None:
+    if not isinstance(value, cst.Call) or on_subgroup(value):
+        return None
+    names = ctx.qualified_names(value.func)
+    if names and names <= DDP_CLASSES:
+        return WrappedModel("DDP", _syncs_buffers(value, ctx))
+    if names and names <= FSDP_CLASSES | FULLY_SHARD:
+        return WrappedModel("FSDP")
+    func = value.func
+    if isinstance(func, cst.Attribute) and func.attr.value in FABRIC_WRAPPERS:
+        one = func.attr.value == "setup_module" or called or len([a for a in value.args if a.keyword is None]) == 1
+        if one and FABRIC in framework_types(func.value, ctx):
+            kind = _fabric_kind(func.value, ctx)
+            module = value.args[0].value if value.args else None
+            if kind == "DDP":
+                return WrappedModel("DDP", module is None or module_has_buffers(module, ctx) is not False)
+            if kind == "FSDP":
+                return WrappedModel("FSDP")
     return None
 
 
-def _wrapper_kind(node: cst.BaseExpression, ctx: ModelView, wrapped: Callable[[str], str | None]) -> str | None:
+def _fabric_kind(receiver: cst.BaseExpression, ctx: ModelView) -> str | None:
+    """How a Fabric's strategy wraps: "FSDP", "DDP" (also the default of a
+    multi-process run), None for DeepSpeed and XLA."""
+    values = ctx.values_of(receiver) if isinstance(receiver, cst.Name) else ()
+    kinds = set()
+    for value in values:
+        strategy = None
+        if isinstance(value, cst.Call):
+            strategy = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == "strategy"), None)
+        text = ctx.module.code_for_node(strategy).lower() if strategy is not None else "ddp"
+        kinds.add(next((kind for word, kind in FABRIC_STRATEGY_WORDS if word in text), "DDP"))
+    if not values:
+        kinds.add("DDP")
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _syncs_buffers(wrap: cst.Call, ctx: ModelView) -> bool:
+    """Whether a DDP wrap broadcasts buffers before a forward: not with
+    ``broadcast_buffers=False``, nor over a module visibly without buffers."""
+    for arg in wrap.args:
+        if arg.keyword is not None and arg.keyword.value == "broadcast_buffers":
+            if truthiness(arg.value, ctx) is False:
+                return False
+    module = next((a.value for a in wrap.args if a.keyword is None or a.keyword.value == "module"), None)
+    return module is None or module_has_buffers(module, ctx) is not False
+
+
+def module_has_buffers(node: cst.BaseExpression, ctx: ModelView, depth: int = 0) -> bool | None:
+    """True if the module `node` builds certainly has buffers (a BatchNorm),
+    False if it is visibly built from layers without any, None if unknown.
+
+    Followed: names' values, ``torch.nn`` layers and containers, ``.to()`` /
+    ``.cuda()``, classes of the module (their ``register_buffer`` calls and
+    the layers their methods assign)."""
+    if depth > 6:
+        return None
     if isinstance(node, cst.Name):
         values = ctx.values_of(node)
         if not values:
             return None
-        kinds = {wrapper_of(v, ctx) for v in values}
-        return kinds.pop() if len(kinds) == 1 else None
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
-        return wrapped(node.attr.value)
+        answers = {module_has_buffers(v, ctx, depth + 1) if isinstance(v, cst.BaseExpression) else None for v in values}
+        return True if True in answers else (False if answers == {False} else None)
+    if not isinstance(node, cst.Call):
+        return None
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "cpu", "float", "half", "bfloat16"):
+        return module_has_buffers(func.value, ctx, depth + 1)
+    if last_name(func) == "convert_sync_batchnorm":
+        inner = node.args[0].value if node.args else None
+        return None if inner is None else (True if module_has_buffers(inner, ctx, depth + 1) else None)
+    torch_layer = {q.rsplit(".", 1)[-1] for q in ctx.qualified_names(func) if q and q.startswith("torch.nn.")}
+    if torch_layer & BUFFERED_LAYERS:
+        return True
+    if torch_layer & BUFFERLESS_LAYERS:
+        return False
+    if torch_layer & MODULE_CONTAINERS:
+        answers = {module_has_buffers(a.value, ctx, depth + 1) for a in node.args if not a.star}
+        answers |= {None} if any(a.star for a in node.args) else set()
+        return True if True in answers else (False if answers <= {False} else None)
+    classes = [v for v in ctx.values_of(func) if isinstance(v, cst.ClassDef)] if isinstance(func, cst.Name) else []
+    if len(classes) == 1 and not class_types(func, ctx):
+        return _class_has_buffers(classes[0], ctx, depth)
     return None
 
 
-def _under_no_grad(stack: Sequence[cst.CSTNode], ctx: ModelView) -> bool:
+def _class_has_buffers(cls: cst.ClassDef, ctx: ModelView, depth: int) -> bool | None:
+    """A module class of this file: True if it registers a buffer or assigns
+    a layer with buffers; False if it derives from ``nn.Module`` only and
+    every layer its methods assign is visibly without buffers."""
+    bases = [ctx.qualified_names(b.value) for b in cls.bases]
+    plain = bool(bases) and all(b and b <= {"torch.nn.Module", "torch.nn.modules.module.Module"} for b in bases)
+    answers: set[bool | None] = set()
+    for node in _walk(cls.body):
+        if isinstance(node, cst.Call) and last_name(node.func) == "register_buffer":
+            return True
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+            if any(isinstance(t.target, cst.Attribute) for t in node.targets):
+                answers.add(_layer_buffers(node.value, ctx, depth))
+    if True in answers:
+        return True
+    return False if plain and answers <= {False} else None
+
+
+def _layer_buffers(call: cst.Call, ctx: ModelView, depth: int) -> bool | None:
+    """Buffers of a layer assigned inside a class body (names there are not in scope)."""
+    torch_layer = {q.rsplit(".", 1)[-1] for q in ctx.qualified_names(call.func) if q and q.startswith("torch.nn.")}
+    if not torch_layer:
+        name = last_name(call.func) or ""
+        if name in BUFFERED_LAYERS:
+            return True
+        return None
+    if torch_layer & BUFFERED_LAYERS:
+        return True
+    if torch_layer & BUFFERLESS_LAYERS:
+        return False
+    if torch_layer & MODULE_CONTAINERS:
+        answers = {_layer_buffers(a.value, ctx, depth + 1) if isinstance(a.value, cst.Call) else None for a in call.args}
+        return True if True in answers else (False if answers <= {False} else None)
+    return None
+
+
+def _walk(node: cst.CSTNode):
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        yield current
+        todo.extend(current.children)
+
+
+def parameter_forward(call: cst.Call, ctx: ModelView) -> tuple[cst.FunctionDef, str] | None:
+    """(function, parameter) when `call` calls a parameter of its enclosing
+    function (``def score(net, xs): ... net(x)``): what it does depends on
+    what each call site passes (a DDP-wrapped model makes it a forward)."""
+    func = call.func
+    if not isinstance(func, cst.Name):
+        return None
+    values = ctx.values_of(func)
+    function = ctx.enclosing_function()
+    if function is None or not values or not all(isinstance(v, cst.Param) for v in values):
+        return None
+    params = function.params
+    own = (*params.posonly_params, *params.params, *params.kwonly_params)
+    if not all(any(v is p for p in own) for v in values):
+        return None
+    return function, func.value
+
+
+def under_no_grad(stack: Sequence[cst.CSTNode], ctx: ModelView) -> bool:
     for node in stack:
         if isinstance(node, cst.With):
             for item in node.items:

@@ -162,7 +162,7 @@ def _string(node: cst.CSTNode) -> str | None:
 
 
 def device_index_arguments(call: cst.Call, ctx: ModelView) -> list[cst.BaseExpression]:
-    """The expressions that pick a GPU in a call: `set_device(i)`,
+    """The expressions that pick a GPU in a call: `set_device(i)` (`set_device_index(i)`),
     `x.to(i)`/`x.cuda(i)`, `torch.device("cuda", i)`, `device_ids=[i]`,
     `device_id=i`, and the `{i}` of `f"cuda:{i}"`."""
     found: list[cst.BaseExpression] = []
@@ -170,7 +170,7 @@ def device_index_arguments(call: cst.Call, ctx: ModelView) -> list[cst.BaseExpre
     method = last_name(func)
     names = ctx.qualified_names(func)
     positional = [a.value for a in call.args if a.keyword is None]
-    if method == "set_device" and positional:
+    if method in catalogue.DEVICE_SETTERS and positional:
         found.append(positional[0])
     elif method in ("to", "cuda") and isinstance(func, cst.Attribute) and positional:
         found.append(positional[0])

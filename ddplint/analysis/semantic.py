@@ -3,7 +3,7 @@
 One `SemanticModel` per file, shared by all rules. Its answers come from the
 analyses the walker updates as it goes, so they describe the node being
 visited: ask during ``visit_``/``leave_`` (not later), and keep the answer if
-`finish()` needs it. The engine's `FileContext` is this model plus the sink
+`finish()` needs it. The engine's `ModelView` is this model plus the sink
 for findings.
 """
 
