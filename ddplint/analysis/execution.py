@@ -88,6 +88,9 @@ class ExecutionModel:
         self._workers: dict[cst.FunctionDef, Runs] | None = None
         self._parent: set | None = None
         self._repeated: set | None = None
+        #: Functions whose runners some question found unknown (their callers
+        #: are elsewhere): where facts from the callers' modules could matter.
+        self.asked_unknown: set[cst.FunctionDef] = set()
 
     # ------------------------------------------------------------ answers
 
@@ -140,7 +143,10 @@ class ExecutionModel:
         found = self.workers().get(function)
         if found is not None:
             return found
-        return Runs.LAUNCHER if function in self.parent() else Runs.UNKNOWN
+        if function in self.parent():
+            return Runs.LAUNCHER
+        self.asked_unknown.add(function)
+        return Runs.UNKNOWN
 
     def guards_runs(self, guards: Iterable[Guard]) -> Runs:
         """The ranks that get past all of `guards`."""
@@ -198,6 +204,8 @@ class ExecutionModel:
             return self._workers
         graph = self.graph
         runs: dict[cst.FunctionDef, Runs] = {f: Runs.ALL for f in self._entry_points()}
+        for function, called in self._called_from_elsewhere():
+            runs[function] = larger(runs.get(function, called), called)
         changed = True
         while changed:
             changed = False
@@ -212,6 +220,36 @@ class ExecutionModel:
                         changed = True
         self._workers = runs
         return runs
+
+    def _called_from_elsewhere(self) -> list[tuple[cst.FunctionDef, Runs]]:
+        """The caller -> callee direction across modules: top-level functions
+        that other modules call on many ranks (whole-project facts), with who
+        runs them there."""
+        callers = self.rank.facts.callers
+        if not callers:
+            return []
+        found = []
+        for name, runs in callers.items():
+            for function in self.graph.functions.get(name, ()):
+                if self.graph.class_of(function) is None and function in self.top_level_functions():
+                    found.append((function, Runs[runs]))
+        return found
+
+    def unknown_top_level(self) -> tuple[str, ...]:
+        """The names of the top-level functions whose runners a question
+        found unknown (`asked_unknown`)."""
+        return tuple(sorted({f.name.value for f in self.asked_unknown & self.top_level_functions()}))
+
+    def top_level_functions(self) -> set[cst.FunctionDef]:
+        """The module's top-level functions (those other modules import)."""
+        body = self.rank.ctx.module.body
+        found: set[cst.FunctionDef] = set()
+        for statement in body:
+            if isinstance(statement, cst.FunctionDef):
+                found.add(statement)
+            elif isinstance(statement, (cst.If, cst.Try)):  # `if TYPE_CHECKING:`/`try:` definitions
+                found.update(s for s in statement.body.body if isinstance(s, cst.FunctionDef))
+        return found
 
     def _caller_runs(self, reference, runs: dict) -> Runs | None:
         if reference.launch:

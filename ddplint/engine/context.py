@@ -146,6 +146,8 @@ class FileContext:
             return False
         if distributed.found and runs_per_rank(self.source):
             return True
+        if self.facts.callers:  # other modules call its functions on many ranks
+            return True
         return distributed.hf_trainer and launched_per_rank(self.source)
 
     # ------------------------------------------------------------ reporting

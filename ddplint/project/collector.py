@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Callable, Mapping
 from ddplint.analysis.classes import imported_bases
 from ddplint.analysis.collectives import collective_name, in_lazy_initialization
 from ddplint.analysis.data import dataset_kind
+from ddplint.analysis.execution import Runs
 from ddplint.analysis.file_io import writes_a_path
 from ddplint.analysis.seeding import class_draws
 from ddplint.lazy import cst
 from ddplint.project.summary import EXTERNAL_ROOTS, Symbol
 
 if TYPE_CHECKING:
+    from ddplint.analysis.rank import Site
     from ddplint.engine.context import FileContext
 
 _PRINT = "builtins.print"
@@ -41,10 +43,14 @@ class SummaryCollector:
     without `consulted` (no facts can reach the module), not those.
     """
 
-    def __init__(self, ctx: FileContext, symbols: bool = True, consulted: bool = True) -> None:
+    def __init__(self, ctx: FileContext, symbols: bool = True, consulted: bool = True, calls: bool = False) -> None:
         self.ctx = ctx
         self.symbols_wanted = symbols
         self.consulted_wanted = consulted
+        self.calls_wanted = calls
+        #: Calls of imported names a linted module may define, where they are
+        #: (who makes them is known after the walk): `per_rank_calls`.
+        self.linted_sites: list[tuple[tuple[str, ...], Site]] = []
         self.top_functions: dict[str, cst.FunctionDef] = {}
         self.classes: dict[str, Symbol] = {}
         #: Collectives each function performs, with their guards inside it.
@@ -100,6 +106,9 @@ class SummaryCollector:
         func = node.func
         called = ctx.scopes.imported_qualnames(func)
         linted = tuple(q for q in called if not _external(q))  # names a linted module may define
+        if linted and self.calls_wanted and ctx.runs("rank"):
+            arguments = ctx.rank.deps_of_all(a.value for a in node.args)
+            self.linted_sites.append((linted, ctx.rank.site(node, arguments)))
         if called and self.consulted_wanted:
             self.called |= called  # a helper's print silencing or dataset matters wherever it is called
             # Without the rank analysis no rule judges collectives; a file linted
@@ -156,6 +165,26 @@ class SummaryCollector:
         consulted = self.ctx.rank.consulted if self.ctx.runs("rank") else ()  # no rank analysis: nothing asked
         rank = tuple(sorted(q for q in consulted if not _external(q)))
         return rank, tuple(sorted(q for q in self.called if not _external(q))), self._collective_relevant()
+
+    def per_rank_calls(self) -> tuple[tuple[str, str], ...]:
+        """Imported names the module calls on many ranks (`Runs.many`), with
+        who makes the call, in a module that runs per rank: their callee runs
+        there too. A call with a rank-dependent argument is left out (the
+        callee may write `ckpt_{rank}.pt`, seed with the rank: its lint cannot
+        see the argument)."""
+        ctx = self.ctx
+        if not (self.linted_sites and ctx.runs("rank") and ctx.in_distributed_context):
+            return ()
+        rank = ctx.rank
+        found: dict[str, str] = {}
+        for names, site in self.linted_sites:
+            runs = rank.runs(site)
+            if not runs.many or rank.is_rank_dependent(site.deps):
+                continue
+            for name in names:
+                if found.get(name) != Runs.ALL.name:
+                    found[name] = runs.name
+        return tuple(sorted(found.items()))
 
     def _collective_relevant(self) -> tuple[str, ...]:
         """Imported names called under a rank guard, or in a function that a
