@@ -15,6 +15,7 @@ from ddplint.analysis.seeding import (
     is_hf_trainer,
     random_layer_call,
     seed_call,
+    sets_train_mode,
 )
 from ddplint.lazy import cst
 from ddplint.model import Applicability, Severity
@@ -62,7 +63,9 @@ class RankUnawareSeed(Rule):
     `workers=True` seeds the DataLoader workers, not the ranks), where
     per-rank randomness is in play: dropout or random augmentation built or
     configured in the module, random draws in the training loop or what it
-    calls, or a Dataset whose samples are drawn at random, defined in the
+    calls, training steps on a model put in train mode (`model.train()`:
+    its dropout draws on every forward, even where the model's code is
+    elsewhere), or a Dataset whose samples are drawn at random, defined in the
     module or in another linted module (SwAV's `MultiCropDataset`, an
     `ImageFolder` subclass with random crops in `src/`). A module that
     seeds nothing at all is DDP024's (off by default).
@@ -139,6 +142,8 @@ class RankUnawareSeed(Rule):
         super().__init__(ctx)
         self.seeds: list[_Seed] = []
         self.draws: list[Site] = []
+        #: `model.train()` calls: with training steps, the model's dropout draws per rank.
+        self.train_modes: list[Site] = []
         self.tensor_parallel = False
         self.hf_trainer = False
         self.random_layers = False
@@ -153,6 +158,8 @@ class RankUnawareSeed(Rule):
         names = ctx.qualified_names(node.func)
         if is_draw(names) or (isinstance(node.func, cst.Attribute) and node.func.attr.value in DRAW_METHODS):
             self.draws.append(ctx.rank.site(node))
+        if sets_train_mode(node):
+            self.train_modes.append(ctx.rank.site(node))
         if is_hf_trainer(names):
             self.hf_trainer = True
         if not self.random_layers and (random_layer_call(node) or self._random_dataset(node)):
@@ -261,10 +268,13 @@ class RankUnawareSeed(Rule):
         if self.random_layers:
             return True
         execution = self.ctx.rank.execution
-        return any(
+        if any(
             execution.repeated(draw) or (draw.function is not None and draw.function.name.value in PER_SAMPLE_METHODS)
             for draw in self.draws
-        )
+        ):
+            return True
+        trains = self.ctx.rank.graph.trains
+        return any(execution.repeated(mode) or mode.function in trains for mode in self.train_modes)
 
     def _rank_aware(self, seed: _Seed) -> bool:
         rank = self.ctx.rank

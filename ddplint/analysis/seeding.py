@@ -7,9 +7,10 @@
 * Launcher-only settings: cuDNN flags and deterministic switches, which, like
   seeds, stay in the process that sets them.
 * Per-rank randomness in play (`Randomness`): dropout or random
-  augmentation named in the module, or random draws where the training runs
+  augmentation named in the module, random draws where the training runs
   again and again (in the training loop, what it calls, a Dataset's
-  ``__getitem__``). Without any, a shared seed changes nothing a rank draws
+  ``__getitem__``), or training steps on a model put in train mode
+  (`sets_train_mode`: an opaque model's dropout draws on every forward). Without any, a shared seed changes nothing a rank draws
   differently, and DDP008 does not guess.
 * A common seed by design (`COMMON_SEED`): code that initialises parameters
   identically on every rank before sharding them (FSDP, ``fully_shard``,
@@ -115,6 +116,19 @@ def class_draws(code: str) -> bool:
     """Whether a class's code (a Dataset's) builds random augmentation or
     draws random numbers: what each rank's copy draws differs only by seed."""
     return _RANDOM_LAYERS.search(code) is not None or _DRAWS_TEXT.search(code) is not None
+
+
+def sets_train_mode(call: cst.Call) -> bool:
+    """`model.train()` / `model.train(True)` / `model.train(mode=True)`: a
+    module in train mode draws dropout masks (and drop-path, noise layers)
+    on every forward, whatever its code, which the linted module may not show."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != "train" or len(call.args) > 1:
+        return False
+    if not call.args:
+        return True
+    arg = call.args[0]
+    return (arg.keyword is None or arg.keyword.value == "mode") and isinstance(arg.value, cst.Name) and arg.value.value == "True"
 
 
 def is_draw(qualnames: frozenset) -> bool:
