@@ -23,7 +23,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from ddplint.analysis.data import is_dataloader, loader_arguments
 from ddplint.analysis.names import last_name
+from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
@@ -129,6 +131,46 @@ def sets_train_mode(call: cst.Call) -> bool:
         return True
     arg = call.args[0]
     return (arg.keyword is None or arg.keyword.value == "mode") and isinstance(arg.value, cst.Name) and arg.value.value == "True"
+
+
+#: What a DataLoader worker's own seed comes from: `get_worker_info().seed`,
+#: `torch.initial_seed()` in the worker. Both are the main process's torch
+#: seed plus the worker index: different per worker, the same per rank
+#: when the ranks share the torch seed.
+WORKER_SEED_SOURCES = frozenset({"torch.utils.data.get_worker_info", "torch.initial_seed", "torch.random.initial_seed"})
+_PARTIALS = frozenset({"functools.partial"})
+
+
+def worker_init_functions(call: cst.Call, ctx: FileContext) -> list[cst.FunctionDef]:
+    """The module functions a DataLoader call runs in each of its workers
+    (`worker_init_fn=seed_worker`, `functools.partial(seed_worker, ...)`)."""
+    if not is_dataloader(call, ctx):
+        return []
+    value = loader_arguments(call, ctx).value("worker_init_fn")
+    values = list(ctx.values_of(value)) if isinstance(value, cst.Name) else [value]
+    found = []
+    for value in values:
+        if isinstance(value, cst.Call) and ctx.qualified_names(value.func) & _PARTIALS and value.args:
+            value = value.args[0].value
+            found.extend(v for v in ctx.values_of(value) if isinstance(v, cst.FunctionDef))
+        elif isinstance(value, cst.FunctionDef):
+            found.append(value)
+    return found
+
+
+def from_worker_seed(node: cst.BaseExpression, ctx: FileContext, depth: int = 0) -> bool:
+    """Whether a seed value derives from the DataLoader worker's own seed
+    (`info.seed` after `info = get_worker_info()`, `torch.initial_seed() % 2**32`)."""
+    if depth > 4:
+        return False
+    for part in (node, *descendants(node)):
+        if isinstance(part, cst.Call) and ctx.qualified_names(part.func) & WORKER_SEED_SOURCES:
+            return True
+        if isinstance(part, cst.Name):
+            values = [v for v in ctx.values_of(part) if isinstance(v, cst.BaseExpression)]
+            if any(from_worker_seed(v, ctx, depth + 1) for v in values):
+                return True
+    return False
 
 
 def is_draw(qualnames: frozenset) -> bool:
