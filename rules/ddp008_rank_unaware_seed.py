@@ -191,8 +191,10 @@ class RankUnawareSeed(Rule):
         self.seeds.append(_Seed(site, shown, len(self.seeds), device_specific, uniform, fix, from_worker))
 
     def _random_dataset(self, node: cst.Call) -> bool:
-        """A Dataset of another linted module that augments at random
-        (SwAV's `MultiCropDataset(...)` built in main_swav.py)."""
+        """A call of another linted module's name that brings per-rank
+        randomness (a project fact): a Dataset that augments at random
+        (SwAV's `MultiCropDataset(...)` built in main_swav.py), a helper that
+        draws noise or steps a model in train mode, a trainer class."""
         facts = self.ctx.facts
         if not facts:
             return False

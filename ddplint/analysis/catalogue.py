@@ -167,3 +167,11 @@ FRAME_ARRAYS = frozenset({"values", "to_numpy", "array"})
 TEXT_COLUMN_WORDS = ("path", "file", "name", "text", "caption", "url", "image", "img", "sentence", "prompt", "question", "answer", "video", "audio", "wav")
 #: List methods that grow a list with the items of another (`samples.extend(glob(...))`).
 LIST_GROWERS = frozenset({"extend"})
+
+
+# ------------------------------------------------------------ randomness (DDP008)
+
+#: Text without which a module's functions and classes bring no per-rank
+#: randomness that other modules need to know of (a project fact): a model
+#: put in train mode and stepped, or noise drawn (`seeding.draws_noise`).
+RANDOMNESS_TEXT = ("randn", "randint", "rand_like", ".train(")

@@ -173,6 +173,30 @@ def from_worker_seed(node: cst.BaseExpression, ctx: FileContext, depth: int = 0)
     return False
 
 
+#: Draws of noise tensors: what a diffusion or RL helper in another module
+#: draws per step (`torch.randperm`, a split drawn once, is left out).
+NOISE_DRAWS = frozenset(
+    {"torch.randn", "torch.randn_like", "torch.rand", "torch.rand_like", "torch.randint", "torch.randint_like",
+     "torch.normal", "torch.bernoulli"}
+)  # fmt: skip
+_TRAIN_MODE_TEXT = re.compile(r"\.train\(\s*(?:(?:mode\s*=\s*)?True\s*)?\)")
+_STEP_TEXT = re.compile(r"\.backward\(|\w*(?:optim|scaler|opt)\w*\.step\(", re.IGNORECASE)
+
+
+def draws_noise(call: cst.Call, ctx: FileContext) -> bool:
+    """`torch.randn_like(x)`, `noise.normal_()`: a noise tensor drawn from the global generator."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in DRAW_METHODS:
+        return True
+    return bool(ctx.qualified_names(func) & NOISE_DRAWS)
+
+
+def class_trains(code: str) -> bool:
+    """Whether a class's code puts a model in train mode and takes optimisation
+    steps (a trainer: its `fit()` draws dropout masks per rank)."""
+    return _TRAIN_MODE_TEXT.search(code) is not None and _STEP_TEXT.search(code) is not None
+
+
 def is_draw(qualnames: frozenset) -> bool:
     """Whether a call draws from a global random generator."""
     for name in qualnames:

@@ -13,7 +13,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, Callable
 
-from ddplint.analysis.catalogue import RANK_TEXT, covering_needles
+from ddplint.analysis.catalogue import RANDOMNESS_TEXT, RANK_TEXT, covering_needles
 from ddplint.analysis.collectives import COLLECTIVE_FAMILIES
 from ddplint.analysis.data import ITERABLE_DATASETS, MAP_DATASETS
 from ddplint.analysis.distributed import launched_per_rank, runs_per_rank
@@ -122,6 +122,7 @@ _SUMMARY_OTHER = AnyOf((
     Probe.of_words(("Dataset",)),
     Probe(_DATASET_BASES, re.compile(rf"\bclass\s+\w+\s*\([^)]*\b(?:{'|'.join(_DATASET_BASES)})\b")),
     Probe.of_substrings(("IterableDataset", "DataPipe", "builtins", "__builtin__")),
+    Probe.of_substrings(RANDOMNESS_TEXT),  # noise drawn, a model trained: per-rank randomness
 ))  # fmt: skip
 
 

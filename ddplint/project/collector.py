@@ -19,7 +19,8 @@ from ddplint.analysis.collectives import collective_name, in_lazy_initialization
 from ddplint.analysis.data import dataset_kind
 from ddplint.analysis.execution import Runs
 from ddplint.analysis.file_io import writes_a_path
-from ddplint.analysis.seeding import class_draws
+from ddplint.analysis.loops import is_step
+from ddplint.analysis.seeding import class_draws, class_trains, draws_noise, sets_train_mode
 from ddplint.lazy import cst
 from ddplint.project.summary import EXTERNAL_ROOTS, Symbol
 
@@ -60,6 +61,10 @@ class SummaryCollector:
         self.calls: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, tuple]]] = defaultdict(list)
         self.imported_calls: dict[cst.FunctionDef, list[tuple[str, cst.BaseExpression, tuple]]] = defaultdict(list)
         self.silencers: set[cst.FunctionDef] = set()
+        #: Functions that draw noise, put a model in train mode, take a step.
+        self.noise: set[cst.FunctionDef] = set()
+        self.train_modes: set[cst.FunctionDef] = set()
+        self.steps: set[cst.FunctionDef] = set()
         #: Module-level functions and the functions nested in them (not methods,
         #: which no other module reaches by name).
         self.module_functions: set[cst.FunctionDef] = set()
@@ -98,7 +103,9 @@ class SummaryCollector:
         if self.symbols_wanted and self._top_level():
             via = tuple(sorted(q for q in bases if not _external(q)))
             kind = dataset_kind(node, self.ctx)
-            random = kind is not None and class_draws(self.ctx.module.code_for_node(node))
+            code = self.ctx.module.code_for_node(node) if kind is not None or "train(" in self.ctx.source else ""
+            # A Dataset that draws per sample, or a trainer whose methods step a model in train mode.
+            random = (kind is not None and class_draws(code)) or class_trains(code)
             self.classes.setdefault(node.name.value, Symbol(dataset=kind, dataset_via=via, random=random))
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -125,6 +132,12 @@ class SummaryCollector:
         function = ctx.enclosing_function()
         if function not in self.module_functions:
             return
+        if draws_noise(node, ctx):
+            self.noise.add(function)
+        elif sets_train_mode(node):
+            self.train_modes.add(function)
+        elif is_step(node):
+            self.steps.add(function)
         shown = collective_name(node, ctx)
         if shown is not None:
             self.direct.setdefault(function, []).append((shown, self._condition()))
@@ -259,6 +272,8 @@ class SummaryCollector:
                 collective=chains.get(function, ()),
                 collective_via=tuple(sorted(collective_via.items())),
                 silences_print=any(g in self.silencers for g in reach),
+                # Per-rank randomness each call brings: noise drawn, or a model stepped in train mode.
+                random=bool(reach & self.noise) or bool(reach & self.train_modes and reach & self.steps),
                 silences_via=tuple(sorted({q for g in reach for q, _, _ in self.imported_calls.get(g, ())})),
             )
         for name, symbol in self.classes.items():

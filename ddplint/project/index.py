@@ -220,6 +220,10 @@ class ProjectIndex:
                                 break
                     if not new.silences_print and any((f := fact_of(q, entry)) and f.silences_print for q in s.silences_via):
                         new = replace(new, silences_print=True)
+                    if not new.random and s.dataset is None and any(
+                        (f := fact_of(q, entry)) and f.random and f.dataset is None for q in s.silences_via
+                    ):  # a function that calls a helper drawing noise or training (not one building a Dataset)
+                        new = replace(new, random=True)
                     if new.dataset is None:
                         kinds = [f.dataset for q in s.dataset_via if (f := fact_of(q, entry)) and f.dataset]
                         if kinds:

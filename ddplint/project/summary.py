@@ -38,7 +38,10 @@ class Symbol:
     silences_via: tuple[str, ...] = ()
     dataset: str | None = None
     dataset_via: tuple[str, ...] = ()
-    #: A Dataset whose per-sample code draws random numbers (augmentation).
+    #: Per-rank randomness that using it brings: a Dataset whose per-sample
+    #: code draws random numbers (augmentation), a function that draws noise
+    #: or steps a model in train mode (also through the imported functions in
+    #: `silences_via`, every imported name its calls reach), a trainer class.
     random: bool = False
 
     @property
