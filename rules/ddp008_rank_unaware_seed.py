@@ -11,6 +11,7 @@ from ddplint.analysis.seeding import (
     COMMON_SEED,
     DRAW_METHODS,
     PER_SAMPLE_METHODS,
+    SEED_HELPERS,
     is_draw,
     is_hf_trainer,
     from_worker_seed,
@@ -271,6 +272,8 @@ class RankUnawareSeed(Rule):
         for seed in self.seeds:
             if not seed.uniform or self._rank_aware(seed) or not rank.runs_on_every_rank(seed.site):
                 continue
+            if self._judged_by_callers(seed):
+                continue
             shared = shared or seed.site.function not in self.worker_inits
             self.report(
                 seed.site.node,
@@ -305,6 +308,15 @@ class RankUnawareSeed(Rule):
             return True
         trains = self.ctx.rank.graph.trains
         return any(execution.repeated(mode) or mode.function in trains for mode in self.train_modes)
+
+    def _judged_by_callers(self, seed: _Seed) -> bool:
+        """A seeding helper (`fix_random_seeds(seed)`) that other modules call per
+        rank: each call is judged where it is, with the seed it passes."""
+        function = seed.site.function
+        return (
+            function is not None and function.name.value in SEED_HELPERS
+            and self.ctx.rank.execution.from_elsewhere(function)
+        )  # fmt: skip
 
     def _rank_aware(self, seed: _Seed) -> bool:
         rank = self.ctx.rank

@@ -86,6 +86,7 @@ class ExecutionModel:
         self.graph = graph
         self.sets = RankSets(rank)
         self._workers: dict[cst.FunctionDef, Runs] | None = None
+        self._external_workers: dict[cst.FunctionDef, Runs] | None = None
         self._parent: set | None = None
         self._repeated: set | None = None
         #: Functions whose runners some question found unknown (their callers
@@ -101,6 +102,8 @@ class ExecutionModel:
         if self._launcher_code(site.function, site.path, site.main_block):
             return Runs.LAUNCHER
         if self._dead(site.guards):
+            return Runs.UNKNOWN
+        if site.function is None and not self._module_level_per_rank():
             return Runs.UNKNOWN
         base = self.function_runs(site.function)
         if base not in _LEVEL:
@@ -200,10 +203,14 @@ class ExecutionModel:
 
     def workers(self) -> dict[cst.FunctionDef, Runs]:
         """Functions that ranks run, with the ranks (a fixed point over the calls)."""
-        if self._workers is not None:
-            return self._workers
+        if self._workers is None:
+            self._workers = self._solve_workers()
+        return self._workers
+
+    def _solve_workers(self, local: bool = True) -> dict[cst.FunctionDef, Runs]:
+        """`workers`; with `local` False, only what the callers in other modules reach."""
         graph = self.graph
-        runs: dict[cst.FunctionDef, Runs] = {f: Runs.ALL for f in self._entry_points()}
+        runs: dict[cst.FunctionDef, Runs] = {f: Runs.ALL for f in self._entry_points()} if local else {}
         for function, called in self._called_from_elsewhere():
             runs[function] = larger(runs.get(function, called), called)
         changed = True
@@ -218,8 +225,24 @@ class ExecutionModel:
                     if target not in runs or _LEVEL[reached] > _LEVEL[runs[target]]:
                         runs[target] = reached if target not in runs else larger(runs[target], reached)
                         changed = True
-        self._workers = runs
         return runs
+
+    def _module_level_per_rank(self) -> bool:
+        """Whether the module's own code shows it runs per rank: a module that
+        is distributed code only because other modules call its functions per
+        rank (a helper library) has its module-level code judged by no one."""
+        ctx = self.rank.ctx
+        return not ctx.facts.callers or getattr(ctx, "distributed_by_text", True)
+
+    def from_elsewhere(self, function: cst.FunctionDef | None) -> bool:
+        """Whether other modules call `function` per rank, directly or through
+        the module's functions they call (whole-project facts): the program
+        around it is theirs."""
+        if function is None or not self.rank.facts.callers:
+            return False
+        if self._external_workers is None:
+            self._external_workers = self._solve_workers(local=False)
+        return function in self._external_workers
 
     def _called_from_elsewhere(self) -> list[tuple[cst.FunctionDef, Runs]]:
         """The caller -> callee direction across modules: top-level functions
@@ -259,7 +282,7 @@ class ExecutionModel:
         if self._launcher_code(reference.function, reference.path, reference.main_block):
             return None  # the launcher's own calls
         if reference.function is None:
-            return Runs.ALL
+            return Runs.ALL if self._module_level_per_rank() else None
         return runs.get(reference.function)
 
     def _entry_points(self) -> list[cst.FunctionDef]:

@@ -192,8 +192,8 @@ class SummaryCollector:
         found: dict[str, str] = {}
         for names, site in self.linted_sites:
             runs = rank.runs(site)
-            if not runs.many or rank.is_rank_dependent(site.deps):
-                continue
+            if not runs.many or rank.is_rank_dependent(site.deps) or rank.staggered(site.guards):
+                continue  # (`with torch_distributed_zero_first(rank):` orders what the callee does)
             for name in names:
                 if found.get(name) != Runs.ALL.name:
                     found[name] = runs.name
