@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ddplint.analysis.catalogue import FRAME_ARRAYS, FRAME_INDEXERS, LIST_GROWERS, PANDAS_FRAMES, TEXT_COLUMN_WORDS
 from ddplint.analysis.data import (
     appended_attributes,
     appended_in_loops,
@@ -129,15 +130,75 @@ class DatasetHoldsPythonObjects(Rule):
         if init is None or "__getitem__" not in table:
             return
         indexed: set[str] = set()
+        rows: set[str] = set()  # `self.df.iloc[idx]`, `self.df["path"][idx]`
         for method in reachable_methods(node, "__getitem__"):
             indexed |= attribute_uses(method)[0]
+            rows |= _frame_rows(method)
         locals_ = local_values(init)
-        filled = set().union(*(appended_attributes(m) for m in reachable_methods(node, "__init__")))
+        builders = reachable_methods(node, "__init__")
+        filled = set().union(*(appended_attributes(m) for m in builders))
+        filled |= {name for m in builders for name in self._grown(m, _self_name, local_values(m))}
+        grown = self._grown(init, lambda n: n.value if isinstance(n, cst.Name) else None, locals_)
         for attr, value, statement in self_assignments(init):
-            if attr not in indexed:
-                continue
-            if self._python_container(value, locals_, 0) or (attr in filled and _empty_list(value)):
+            if attr in rows and self._frame(value, locals_, 0):
                 self.found.append((node, attr, statement))
+            elif attr not in indexed:
+                continue
+            elif self._python_container(value, locals_, 0) or (attr in filled and _empty_list(value)):
+                self.found.append((node, attr, statement))
+            elif isinstance(value, cst.Name) and value.value in grown:
+                self.found.append((node, attr, statement))
+
+    def _grown(self, function: cst.FunctionDef, receiver, locals_: dict) -> set[str]:
+        """Lists grown with the items of a Python container (`.extend(glob.glob(...))`,
+        `.extend([...])`, `.extend(json.load(f))`), named by `receiver`."""
+        found = set()
+        for node in descendants(function.body, into_functions=False):
+            if (
+                isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in LIST_GROWERS and len(node.args) == 1
+            ):  # fmt: skip
+                argument = node.args[0].value
+                name = receiver(node.func.value)
+                if name is not None and (
+                    self._python_container(argument, locals_, 0) or (isinstance(argument, cst.List) and argument.elements)
+                ):
+                    found.add(name)
+        return found
+
+    def _frame(self, value: cst.BaseExpression, locals_: dict, depth: int) -> bool:
+        """A pandas DataFrame (`pd.read_csv(...)`, a column selection of one)."""
+        if depth > 6:
+            return False
+        if isinstance(value, cst.Name):
+            return any(self._frame(v, locals_, depth + 1) for v in locals_.get(value.value, ()))
+        if isinstance(value, cst.Subscript):
+            return self._frame(value.value, locals_, depth + 1)
+        if isinstance(value, cst.Call):
+            if isinstance(value.func, cst.Attribute) and value.func.attr.value in ("reset_index", "dropna", "sample", "copy", "query"):
+                return self._frame(value.func.value, locals_, depth + 1)
+            return bool(self.ctx.qualified_names(value.func) & PANDAS_FRAMES)
+        return False
+
+    def _frame_array(self, value: cst.BaseExpression, locals_: dict, depth: int) -> bool:
+        """`df.values`, `df["image_path"].to_numpy()`: the NumPy array of a whole
+        frame or of a text column is an object array (one Python object per cell)."""
+        array = value.func if isinstance(value, cst.Call) else value
+        if not (isinstance(array, cst.Attribute) and array.attr.value in FRAME_ARRAYS):
+            return False
+        if isinstance(value, cst.Attribute) and array.attr.value == "to_numpy":
+            return False
+        source = array.value
+        if isinstance(source, cst.Subscript):
+            key = source.slice[0].slice if len(source.slice) == 1 else None
+            if not (isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString)):
+                return False
+            column = str(key.value.evaluated_value).lower()
+            if not any(word in column for word in TEXT_COLUMN_WORDS):
+                return False  # `df["label"].values`: numbers, a plain array
+        elif isinstance(source, cst.Attribute):
+            return False  # `df.label.values`: which column holds text is not known
+        return self._frame(source, locals_, depth + 1)
 
     def _python_container(self, value: cst.BaseExpression, locals_: dict, depth: int) -> bool:
         if depth > 6:
@@ -148,6 +209,8 @@ class DatasetHoldsPythonObjects(Rule):
             return True
         if isinstance(value, cst.Name):
             return any(self._python_container(v, locals_, depth + 1) for v in locals_.get(value.value, ()))
+        if self._frame_array(value, locals_, depth):
+            return True
         if not isinstance(value, cst.Call):
             return False
         names = self.ctx.qualified_names(value.func)
@@ -195,6 +258,33 @@ class DatasetHoldsPythonObjects(Rule):
         return isinstance(value, cst.Call) and bool(
             self.ctx.qualified_names(value.func) & {"builtins.open", "csv.reader", "csv.DictReader"}
         )
+
+
+def _self_name(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return node.attr.value
+    return None
+
+
+def _frame_rows(method: cst.FunctionDef) -> set[str]:
+    """`self.x` read per sample as a DataFrame: `self.x.iloc[idx]`,
+    `self.x.loc[idx, "path"]`, `self.x["path"][idx]` (a computed index)."""
+    found = set()
+    for node in descendants(method.body):
+        if not isinstance(node, cst.Subscript) or all(
+            isinstance(e.slice, cst.Index) and isinstance(e.slice.value, (cst.SimpleString, cst.Integer)) for e in node.slice
+        ):
+            continue
+        base = node.value
+        if isinstance(base, cst.Attribute) and base.attr.value in FRAME_INDEXERS:
+            name = _self_name(base.value)
+        elif isinstance(base, cst.Subscript):
+            name = _self_name(base.value)
+        else:
+            name = None
+        if name is not None:
+            found.add(name)
+    return found
 
 
 def _empty_list(value: cst.BaseExpression) -> bool:

@@ -11,10 +11,14 @@ from ddplint.analysis.seeding import (
     COMMON_SEED,
     DRAW_METHODS,
     PER_SAMPLE_METHODS,
+    SEED_HELPERS,
     is_draw,
     is_hf_trainer,
+    from_worker_seed,
     random_layer_call,
     seed_call,
+    sets_train_mode,
+    worker_init_functions,
 )
 from ddplint.lazy import cst
 from ddplint.model import Applicability, Severity
@@ -48,6 +52,9 @@ class _Seed:
     uniform: bool
     #: The fix, decided where the scope is known: `seed + rank` with a rank variable in scope.
     fix: ProposedFix | None = None
+    #: Seeded from the DataLoader worker's own seed (`get_worker_info().seed`):
+    #: the same on every rank exactly when the ranks share the torch seed.
+    from_worker: bool = False
 
 
 class RankUnawareSeed(Rule):
@@ -62,7 +69,9 @@ class RankUnawareSeed(Rule):
     `workers=True` seeds the DataLoader workers, not the ranks), where
     per-rank randomness is in play: dropout or random augmentation built or
     configured in the module, random draws in the training loop or what it
-    calls, or a Dataset whose samples are drawn at random, defined in the
+    calls, training steps on a model put in train mode (`model.train()`:
+    its dropout draws on every forward, even where the model's code is
+    elsewhere), or a Dataset whose samples are drawn at random, defined in the
     module or in another linted module (SwAV's `MultiCropDataset`, an
     `ImageFolder` subclass with random crops in `src/`). A module that
     seeds nothing at all is DDP024's (off by default).
@@ -139,6 +148,10 @@ class RankUnawareSeed(Rule):
         super().__init__(ctx)
         self.seeds: list[_Seed] = []
         self.draws: list[Site] = []
+        #: `model.train()` calls: with training steps, the model's dropout draws per rank.
+        self.train_modes: list[Site] = []
+        #: Functions DataLoaders run in each worker (`worker_init_fn=`): seeding there is randomness in play.
+        self.worker_inits: set[cst.FunctionDef] = set()
         self.tensor_parallel = False
         self.hf_trainer = False
         self.random_layers = False
@@ -153,6 +166,9 @@ class RankUnawareSeed(Rule):
         names = ctx.qualified_names(node.func)
         if is_draw(names) or (isinstance(node.func, cst.Attribute) and node.func.attr.value in DRAW_METHODS):
             self.draws.append(ctx.rank.site(node))
+        if sets_train_mode(node):
+            self.train_modes.append(ctx.rank.site(node))
+        self.worker_inits.update(worker_init_functions(node, ctx))
         if is_hf_trainer(names):
             self.hf_trainer = True
         if not self.random_layers and (random_layer_call(node) or self._random_dataset(node)):
@@ -161,19 +177,25 @@ class RankUnawareSeed(Rule):
             return
         args = [a for a in node.args if a.keyword is None or a.keyword.value in ("seed", "a")]
         value = args[0].value if args else None
-        deps = ctx.rank.deps(value) if value is not None else frozenset()
+        # Any rank-dependent argument makes the seed per rank (`seed_all(args.seed, rank)`).
+        deps = ctx.rank.deps_of_all(a.value for a in node.args)
         device_specific = any(
             a.keyword is not None and a.keyword.value == "device_specific" and not _is_false(a.value)
             for a in node.args
         )
-        shown = f"`{ctx.module.code_for_node(node.func)}({ctx.module.code_for_node(value) if value else ''})`"
-        uniform = value is not None and self._uniform(value)
-        fix = self._fix(value) if uniform and value is not None else None
-        self.seeds.append(_Seed(ctx.rank.site(node, deps), shown, len(self.seeds), device_specific, uniform, fix))
+        code = ctx.module.code_for_node
+        shown = f"`{code(node.func)}({', '.join(code(a).strip().rstrip(',') for a in node.args)})`"
+        from_worker = value is not None and from_worker_seed(value, ctx)
+        uniform = value is not None and not from_worker and self._uniform(value)
+        fix = self._fix(value) if (uniform or from_worker) and value is not None else None
+        site = ctx.rank.site(node, deps)
+        self.seeds.append(_Seed(site, shown, len(self.seeds), device_specific, uniform, fix, from_worker))
 
     def _random_dataset(self, node: cst.Call) -> bool:
-        """A Dataset of another linted module that augments at random
-        (SwAV's `MultiCropDataset(...)` built in main_swav.py)."""
+        """A call of another linted module's name that brings per-rank
+        randomness (a project fact): a Dataset that augments at random
+        (SwAV's `MultiCropDataset(...)` built in main_swav.py), a helper that
+        draws noise or steps a model in train mode, a trainer class."""
         facts = self.ctx.facts
         if not facts:
             return False
@@ -222,6 +244,8 @@ class RankUnawareSeed(Rule):
             names = self.ctx.qualified_names(node.func)
             if names & UNIFORM_CALLS:
                 return True
+            if _setting_lookup(node, self.ctx.module.code_for_node):
+                return all(self._uniform(a.value, depth) for a in node.args[1:])  # `cfg.get("seed", 0)`
             return bool(names) and names <= {"builtins.int", "builtins.str"} and all(
                 self._uniform(a.value, depth) for a in node.args
             )
@@ -244,9 +268,13 @@ class RankUnawareSeed(Rule):
         if not self.seeds or not self._randomness_in_play():
             return
         rank = self.ctx.rank
+        shared = False  # a seed shared by the ranks in the main process: the workers' seeds are shared too
         for seed in self.seeds:
             if not seed.uniform or self._rank_aware(seed) or not rank.runs_on_every_rank(seed.site):
                 continue
+            if self._judged_by_callers(seed):
+                continue
+            shared = shared or seed.site.function not in self.worker_inits
             self.report(
                 seed.site.node,
                 f"{seed.shown} gives every rank the same seed, so all ranks draw the same dropout masks, "
@@ -254,17 +282,41 @@ class RankUnawareSeed(Rule):
                 statement=seed.site.statement,
                 fix=seed.fix,
             )
+        for seed in self.seeds:
+            if shared and seed.from_worker and not self._rank_aware(seed) and rank.runs_on_every_rank(seed.site):
+                self.report(
+                    seed.site.node,
+                    f"{seed.shown} seeds each DataLoader worker from its worker seed, which is the same on every "
+                    "rank here (the ranks share the torch seed), so the workers of all ranks draw the same "
+                    "numbers; add the rank (`worker_seed + rank`)",
+                    statement=seed.site.statement,
+                    fix=seed.fix,
+                )
 
     def _randomness_in_play(self) -> bool:
         """Dropout or augmentation in the module, or random draws where the
         training repeats (the loop, what it calls, a Dataset's per-sample methods)."""
         if self.random_layers:
             return True
+        if any(seed.site.function in self.worker_inits for seed in self.seeds):
+            return True  # seeding each DataLoader worker: its workers draw random numbers
         execution = self.ctx.rank.execution
-        return any(
+        if any(
             execution.repeated(draw) or (draw.function is not None and draw.function.name.value in PER_SAMPLE_METHODS)
             for draw in self.draws
-        )
+        ):
+            return True
+        trains = self.ctx.rank.graph.trains
+        return any(execution.repeated(mode) or mode.function in trains for mode in self.train_modes)
+
+    def _judged_by_callers(self, seed: _Seed) -> bool:
+        """A seeding helper (`fix_random_seeds(seed)`) that other modules call per
+        rank: each call is judged where it is, with the seed it passes."""
+        function = seed.site.function
+        return (
+            function is not None and function.name.value in SEED_HELPERS
+            and self.ctx.rank.execution.from_elsewhere(function)
+        )  # fmt: skip
 
     def _rank_aware(self, seed: _Seed) -> bool:
         rank = self.ctx.rank
@@ -279,6 +331,16 @@ class RankUnawareSeed(Rule):
 def _same_attribute(value: cst.BaseExpression, attribute: cst.Attribute) -> bool:
     """`args.seed = args.seed` style re-assignments keep the value."""
     return isinstance(value, cst.Attribute) and value.attr.value == attribute.attr.value
+
+
+def _setting_lookup(call: cst.Call, code) -> bool:
+    """`cfg.get("seed", 0)`, `os.environ.get("SEED", "0")`: a configuration
+    lookup whose key says "seed" (every rank reads the same configuration)."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value in ("get", "getint", "pop")) or not call.args:
+        return False
+    key = call.args[0]
+    return key.keyword is None and isinstance(key.value, cst.SimpleString) and "seed" in code(key.value).lower()
 
 
 def _is_false(node: cst.BaseExpression) -> bool:

@@ -90,7 +90,10 @@ class UnseededRanks(Rule):
     def finish(self) -> None:
         if self.seeded or _TRAINING.search(self.ctx.source) is None:
             return  # seeded, or a tool or benchmark that trains nothing
+        execution = self.ctx.rank.execution
         for init in self.inits:
+            if execution.from_elsewhere(init.function):
+                continue  # a helper other modules call: the program that may seed is theirs
             if self.ctx.rank.runs_on_every_rank(init):
                 self.report(
                     init.node,

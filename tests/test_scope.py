@@ -43,7 +43,8 @@ CASES = {
     "builtin": ("probe(print)", {"builtins.print"}),
     "unbound": ("probe(undefined_name.attr)", set()),
     "relative": ("from .utils import barrier\nprobe(barrier)", {".utils.barrier"}),
-    "star_import": ("from torch.distributed import *\nprobe(barrier)", {"torch.distributed.barrier", None}),
+    "star_import": ("from torch.distributed import *\nprobe(barrier)", {"torch.distributed.barrier"}),
+    "star_import_builtin": ("from torch import *\nprobe(max)", {"torch.max", "builtins.max"}),
     "shadow_by_assignment": ("import torch.distributed as dist\ndist = object()\nprobe(dist.barrier)", {None}),
     "shadow_by_def": ("from torch.cuda.amp import autocast\ndef autocast(): pass\nprobe(autocast)", {None}),
     "try_except_union": (

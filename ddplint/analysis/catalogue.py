@@ -248,3 +248,30 @@ MODULE_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 #: Calls that pin the process to a device by index: `torch.cuda.set_device(i)`,
 #: DeepSpeed's `get_accelerator().set_device(i)`, `torch.accelerator.set_device_index(i)`.
 DEVICE_SETTERS = frozenset({"set_device", "set_device_index"})
+# ------------------------------------------------------------ Python objects in datasets (DDP005)
+
+#: pandas calls that build a DataFrame: its text columns are object arrays,
+#: one Python object per cell, each with a reference count a read writes.
+PANDAS_FRAMES = frozenset(
+    {
+        "pandas.read_csv", "pandas.read_table", "pandas.read_json", "pandas.read_parquet", "pandas.read_pickle",
+        "pandas.read_excel", "pandas.read_feather", "pandas.read_sql", "pandas.DataFrame", "pandas.concat",
+        "pandas.merge",
+    }
+)  # fmt: skip
+#: Row and cell indexers of a DataFrame (`df.iloc[idx]`).
+FRAME_INDEXERS = frozenset({"iloc", "loc", "at", "iat"})
+#: A column's (or frame's) NumPy array: an object array for text columns.
+FRAME_ARRAYS = frozenset({"values", "to_numpy", "array"})
+#: Words of column names that hold text (paths, captions): object arrays.
+TEXT_COLUMN_WORDS = ("path", "file", "name", "text", "caption", "url", "image", "img", "sentence", "prompt", "question", "answer", "video", "audio", "wav")
+#: List methods that grow a list with the items of another (`samples.extend(glob(...))`).
+LIST_GROWERS = frozenset({"extend"})
+
+
+# ------------------------------------------------------------ randomness (DDP008)
+
+#: Text without which a module's functions and classes bring no per-rank
+#: randomness that other modules need to know of (a project fact): a model
+#: put in train mode and stepped, or noise drawn (`seeding.draws_noise`).
+RANDOMNESS_TEXT = ("randn", "randint", "rand_like", ".train(")

@@ -54,8 +54,12 @@ class ExecutionModel:
         self.graph = graph
         self.sets = RankSets(rank)
         self._workers: dict[cst.FunctionDef, Runs] | None = None
+        self._external_workers: dict[cst.FunctionDef, Runs] | None = None
         self._parent: set | None = None
         self._repeated: set | None = None
+        #: Functions whose runners some question found unknown (their callers
+        #: are elsewhere): where facts from the callers' modules could matter.
+        self.asked_unknown: set[cst.FunctionDef] = set()
 
     # ------------------------------------------------------------ answers
 
@@ -66,6 +70,8 @@ class ExecutionModel:
         if self._launcher_code(site.function, site.path, site.main_block):
             return Runs.LAUNCHER
         if self._dead(site.guards):
+            return Runs.UNKNOWN
+        if site.function is None and not self._module_level_per_rank():
             return Runs.UNKNOWN
         base = self.function_runs(site.function)
         if base not in _LEVEL:
@@ -106,7 +112,10 @@ class ExecutionModel:
         found = self.workers().get(function)
         if found is not None:
             return found
-        return Runs.LAUNCHER if function in self.parent() else Runs.UNKNOWN
+        if function in self.parent():
+            return Runs.LAUNCHER
+        self.asked_unknown.add(function)
+        return Runs.UNKNOWN
 
     def guards_runs(self, guards: Iterable[Guard]) -> Runs:
         """The ranks that get past all of `guards`."""
@@ -158,10 +167,16 @@ class ExecutionModel:
 
     def workers(self) -> dict[cst.FunctionDef, Runs]:
         """Functions that ranks run, with the ranks (a fixed point over the calls)."""
-        if self._workers is not None:
-            return self._workers
+        if self._workers is None:
+            self._workers = self._solve_workers()
+        return self._workers
+
+    def _solve_workers(self, local: bool = True) -> dict[cst.FunctionDef, Runs]:
+        """`workers`; with `local` False, only what the callers in other modules reach."""
         graph = self.graph
-        runs: dict[cst.FunctionDef, Runs] = {f: Runs.ALL for f in self._entry_points()}
+        runs: dict[cst.FunctionDef, Runs] = {f: Runs.ALL for f in self._entry_points()} if local else {}
+        for function, called in self._called_from_elsewhere():
+            runs[function] = larger(runs.get(function, called), called)
         changed = True
         while changed:
             changed = False
@@ -174,8 +189,54 @@ class ExecutionModel:
                     if target not in runs or _LEVEL[reached] > _LEVEL[runs[target]]:
                         runs[target] = reached if target not in runs else larger(runs[target], reached)
                         changed = True
-        self._workers = runs
         return runs
+
+    def _module_level_per_rank(self) -> bool:
+        """Whether the module's own code shows it runs per rank: a module that
+        is distributed code only because other modules call its functions per
+        rank (a helper library) has its module-level code judged by no one."""
+        ctx = self.rank.ctx
+        return not ctx.facts.callers or getattr(ctx, "distributed_by_text", True)
+
+    def from_elsewhere(self, function: cst.FunctionDef | None) -> bool:
+        """Whether other modules call `function` per rank, directly or through
+        the module's functions they call (whole-project facts): the program
+        around it is theirs."""
+        if function is None or not self.rank.facts.callers:
+            return False
+        if self._external_workers is None:
+            self._external_workers = self._solve_workers(local=False)
+        return function in self._external_workers
+
+    def _called_from_elsewhere(self) -> list[tuple[cst.FunctionDef, Runs]]:
+        """The caller -> callee direction across modules: top-level functions
+        that other modules call on many ranks (whole-project facts), with who
+        runs them there."""
+        callers = self.rank.facts.callers
+        if not callers:
+            return []
+        found = []
+        for name, runs in callers.items():
+            for function in self.graph.functions.get(name, ()):
+                if self.graph.class_of(function) is None and function in self.top_level_functions():
+                    found.append((function, Runs[runs]))
+        return found
+
+    def unknown_top_level(self) -> tuple[str, ...]:
+        """The names of the top-level functions whose runners a question
+        found unknown (`asked_unknown`)."""
+        return tuple(sorted({f.name.value for f in self.asked_unknown & self.top_level_functions()}))
+
+    def top_level_functions(self) -> set[cst.FunctionDef]:
+        """The module's top-level functions (those other modules import)."""
+        body = self.rank.ctx.module.body
+        found: set[cst.FunctionDef] = set()
+        for statement in body:
+            if isinstance(statement, cst.FunctionDef):
+                found.add(statement)
+            elif isinstance(statement, (cst.If, cst.Try)):  # `if TYPE_CHECKING:`/`try:` definitions
+                found.update(s for s in statement.body.body if isinstance(s, cst.FunctionDef))
+        return found
 
     def _caller_runs(self, reference, runs: dict) -> Runs | None:
         if reference.launch:
@@ -185,7 +246,7 @@ class ExecutionModel:
         if self._launcher_code(reference.function, reference.path, reference.main_block):
             return None  # the launcher's own calls
         if reference.function is None:
-            return Runs.ALL
+            return Runs.ALL if self._module_level_per_rank() else None
         return runs.get(reference.function)
 
     def _entry_points(self) -> list[cst.FunctionDef]:

@@ -446,6 +446,11 @@ class RankAnalysis:
         flags collectives in rank-staggered blocks; final after the walk)."""
         return any(self.is_rank_dependent(g.deps) for g in guards)
 
+    def staggered(self, guards: Iterable[Guard]) -> bool:
+        """Whether one of `guards` is a rank-staggered block (`main_process_first()`):
+        every rank runs it, rank 0 first (final after the walk)."""
+        return any(g.kind is GuardKind.STAGGERED and self.is_rank_dependent(g.deps) for g in guards)
+
     def selects_ranks(self, guards: Iterable[Guard]) -> bool:
         """Whether some guard lets only some ranks through (final after the walk)."""
         return any(g.kind in SELECTING and self.is_rank_dependent(g.deps) for g in guards)

@@ -216,7 +216,11 @@ class ScopeTracker:
             return binding
         stars = self.module_scope.star_modules
         if stars:
-            return Binding(frozenset(f"{m}.{name}" for m in stars) | _UNKNOWN_ONLY)
+            # `from torch import *`: a name the module never binds comes from a star
+            # import (`manual_seed` is `torch.manual_seed`), or is a builtin that the
+            # star may shadow (`max` is `torch.max` there, `print` is not).
+            starred = frozenset(f"{m}.{name}" for m in stars)
+            return Binding(starred | {f"builtins.{name}"} if name in _BUILTINS else starred)
         if name in _BUILTINS:
             return Binding(frozenset({f"builtins.{name}"}))
         return None

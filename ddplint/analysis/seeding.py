@@ -7,9 +7,10 @@
 * Launcher-only settings: cuDNN flags and deterministic switches, which, like
   seeds, stay in the process that sets them.
 * Per-rank randomness in play (`Randomness`): dropout or random
-  augmentation named in the module, or random draws where the training runs
+  augmentation named in the module, random draws where the training runs
   again and again (in the training loop, what it calls, a Dataset's
-  ``__getitem__``). Without any, a shared seed changes nothing a rank draws
+  ``__getitem__``), or training steps on a model put in train mode
+  (`sets_train_mode`: an opaque model's dropout draws on every forward). Without any, a shared seed changes nothing a rank draws
   differently, and DDP008 does not guess.
 * A common seed by design (`COMMON_SEED`): code that initialises parameters
   identically on every rank before sharding them (FSDP, ``fully_shard``,
@@ -22,7 +23,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from ddplint.analysis.data import is_dataloader, loader_arguments
 from ddplint.analysis.names import last_name
+from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
@@ -115,6 +118,83 @@ def class_draws(code: str) -> bool:
     """Whether a class's code (a Dataset's) builds random augmentation or
     draws random numbers: what each rank's copy draws differs only by seed."""
     return _RANDOM_LAYERS.search(code) is not None or _DRAWS_TEXT.search(code) is not None
+
+
+def sets_train_mode(call: cst.Call) -> bool:
+    """`model.train()` / `model.train(True)` / `model.train(mode=True)`: a
+    module in train mode draws dropout masks (and drop-path, noise layers)
+    on every forward, whatever its code, which the linted module may not show."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != "train" or len(call.args) > 1:
+        return False
+    if not call.args:
+        return True
+    arg = call.args[0]
+    return (arg.keyword is None or arg.keyword.value == "mode") and isinstance(arg.value, cst.Name) and arg.value.value == "True"
+
+
+#: What a DataLoader worker's own seed comes from: `get_worker_info().seed`,
+#: `torch.initial_seed()` in the worker. Both are the main process's torch
+#: seed plus the worker index: different per worker, the same per rank
+#: when the ranks share the torch seed.
+WORKER_SEED_SOURCES = frozenset({"torch.utils.data.get_worker_info", "torch.initial_seed", "torch.random.initial_seed"})
+_PARTIALS = frozenset({"functools.partial"})
+
+
+def worker_init_functions(call: cst.Call, ctx: ModelView) -> list[cst.FunctionDef]:
+    """The module functions a DataLoader call runs in each of its workers
+    (`worker_init_fn=seed_worker`, `functools.partial(seed_worker, ...)`)."""
+    if not is_dataloader(call, ctx):
+        return []
+    value = loader_arguments(call, ctx).value("worker_init_fn")
+    values = list(ctx.values_of(value)) if isinstance(value, cst.Name) else [value]
+    found = []
+    for value in values:
+        if isinstance(value, cst.Call) and ctx.qualified_names(value.func) & _PARTIALS and value.args:
+            value = value.args[0].value
+            found.extend(v for v in ctx.values_of(value) if isinstance(v, cst.FunctionDef))
+        elif isinstance(value, cst.FunctionDef):
+            found.append(value)
+    return found
+
+
+def from_worker_seed(node: cst.BaseExpression, ctx: ModelView, depth: int = 0) -> bool:
+    """Whether a seed value derives from the DataLoader worker's own seed
+    (`info.seed` after `info = get_worker_info()`, `torch.initial_seed() % 2**32`)."""
+    if depth > 4:
+        return False
+    for part in (node, *descendants(node)):
+        if isinstance(part, cst.Call) and ctx.qualified_names(part.func) & WORKER_SEED_SOURCES:
+            return True
+        if isinstance(part, cst.Name):
+            values = [v for v in ctx.values_of(part) if isinstance(v, cst.BaseExpression)]
+            if any(from_worker_seed(v, ctx, depth + 1) for v in values):
+                return True
+    return False
+
+
+#: Draws of noise tensors: what a diffusion or RL helper in another module
+#: draws per step (`torch.randperm`, a split drawn once, is left out).
+NOISE_DRAWS = frozenset(
+    {"torch.randn", "torch.randn_like", "torch.rand", "torch.rand_like", "torch.randint", "torch.randint_like",
+     "torch.normal", "torch.bernoulli"}
+)  # fmt: skip
+_TRAIN_MODE_TEXT = re.compile(r"\.train\(\s*(?:(?:mode\s*=\s*)?True\s*)?\)")
+_STEP_TEXT = re.compile(r"\.backward\(|\w*(?:optim|scaler|opt)\w*\.step\(", re.IGNORECASE)
+
+
+def draws_noise(call: cst.Call, ctx: ModelView) -> bool:
+    """`torch.randn_like(x)`, `noise.normal_()`: a noise tensor drawn from the global generator."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value in DRAW_METHODS:
+        return True
+    return bool(ctx.qualified_names(func) & NOISE_DRAWS)
+
+
+def class_trains(code: str) -> bool:
+    """Whether a class's code puts a model in train mode and takes optimisation
+    steps (a trainer: its `fit()` draws dropout masks per rank)."""
+    return _TRAIN_MODE_TEXT.search(code) is not None and _STEP_TEXT.search(code) is not None
 
 
 def is_draw(qualnames: frozenset) -> bool:

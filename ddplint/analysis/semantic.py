@@ -115,6 +115,14 @@ class SemanticModel:
     @property
     def in_distributed_context(self) -> bool:
         """Whether the module is distributed code; final after the walk."""
+        if self._distributed.one_process:
+            return False
+        return self.distributed_by_text or bool(self.facts.callers)  # other modules call its functions per rank
+
+    @property
+    def distributed_by_text(self) -> bool:
+        """Whether the module's own code shows it is distributed code (not
+        only its callers in other modules); final after the walk."""
         distributed = self._distributed
         if distributed.one_process:
             return False

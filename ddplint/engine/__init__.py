@@ -71,20 +71,23 @@ def check_source(
         return FileResult(_syntax_findings(path, tree, settings, text))
     every_rule = _visitor_rules(settings.rules)
     scan = TextScan(text)
-    rules = applicable(every_rule, scan, settings.rank_names, bool(facts)) if prefilter else every_rule
+    per_rank = bool(facts.callers)  # other modules call its functions on many ranks: distributed code
+    rules = applicable(every_rule, scan, settings.rank_names, bool(facts.facts), per_rank) if prefilter else every_rule
     imports, lines, walk_for_summary = None, {}, False
     if project.summarize:
         imports, lines = imports_summary(tree)
         if project.importer:  # only a module that imports linted ones has facts to filter by use
             imports = dataclasses.replace(imports, uses=None)  # read by the index where it matters
+            if per_rank or scan.distributed:  # its per-rank calls make its callees per-rank
+                imports = dataclasses.replace(imports, per_rank_calls=None)  # filled in by the walk
         # A module importing facts may pass them on (`def should_log(): return am_leader()`).
         # A module parsed for its summary alone is parsed only if its functions may hold facts.
         outside_classes = None if rules else functools.partial(text_outside_classes, text, tree)
         walk_for_summary = project.imported and (
-            bool(facts) or summary_worthy(scan, settings.rank_names, outside_classes)
+            bool(facts.facts) or summary_worthy(scan, settings.rank_names, outside_classes)
         )
         with_facts = every_rule if not prefilter else (
-            applicable(every_rule, scan, settings.rank_names, True) if project.importer else rules
+            applicable(every_rule, scan, settings.rank_names, True, per_rank) if project.importer else rules
         )
         # Rules that only facts could enable are not run now (without facts they
         # find nothing, as the prefilter guarantees); the walk then cannot tell
@@ -94,7 +97,8 @@ def check_source(
         known = (rules or not with_facts) and not (project.imported and not walk_for_summary) and not unrun
         if known and project.importer:
             imports = dataclasses.replace(imports, consulted=())  # filled in by the walk
-    if not rules and not walk_for_summary:
+    calls = imports is not None and imports.per_rank_calls is None  # who runs its calls of linted helpers
+    if not rules and not walk_for_summary and not calls:
         return FileResult(summary=imports)
     from ddplint.engine.lint import lint_text  # LibCST: only for a file some rule applies to
 

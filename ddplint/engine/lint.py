@@ -94,13 +94,14 @@ def _lint_module(
         requires.add("rank")  # a deferred check gets the node's `Site`
     consulted = summary is not None and summary.consulted is not None
     symbols = summary is not None and symbols
-    summarize = consulted or symbols  # else the summary is complete: its imports
-    if symbols:  # the facts of its functions; the rules' own questions need no more
+    calls = summary is not None and summary.per_rank_calls is None
+    summarize = consulted or symbols or calls  # else the summary is complete: its imports
+    if symbols or calls:  # the facts of its functions, who runs its calls; the rules' own questions need no more
         requires.add("rank")
     ctx = FileContext(path, text, module, settings, walker_stack, requires, facts, summarize)
     instances = [rule(ctx) for rule in rules]
     notices: list[Notice] = []
-    collector = SummaryCollector(ctx, symbols, consulted) if summarize else None
+    collector = SummaryCollector(ctx, symbols, consulted, calls) if summarize else None
     analyses = ctx.analyses if collector is None else (*ctx.analyses, collector)
 
     def on_rule_error(rule: Rule, exc: BaseException) -> None:
@@ -128,6 +129,11 @@ def _lint_module(
         if consulted:
             asked, called, collective = collector.consulted()
             summary = dataclasses.replace(summary, consulted=asked, called=called, collective_called=collective)
+        if calls:
+            summary = dataclasses.replace(summary, per_rank_calls=collector.per_rank_calls())
+    if summary is not None and ctx.runs("rank") and ctx.in_distributed_context:
+        # Which of its functions' runners its lint asked about: facts about others change nothing.
+        summary = dataclasses.replace(summary, runs_unknown=ctx.rank.execution.unknown_top_level())
     return FileResult(findings, tuple(notices), parsed=True, summary=summary)
 
 

@@ -13,7 +13,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, Callable
 
-from ddplint.analysis.catalogue import RANK_TEXT, covering_needles
+from ddplint.analysis.catalogue import RANDOMNESS_TEXT, RANK_TEXT, covering_needles
 from ddplint.analysis.collectives import COLLECTIVE_FAMILIES
 from ddplint.analysis.data import ITERABLE_DATASETS, MAP_DATASETS
 from ddplint.analysis.distributed import launched_per_rank, runs_per_rank
@@ -67,14 +67,19 @@ class TextScan:
 
 
 def applicable(
-    rules: tuple[type[Rule], ...], scan: TextScan, extra_context: tuple[str, ...] = (), imports_facts: bool = False
+    rules: tuple[type[Rule], ...],
+    scan: TextScan,
+    extra_context: tuple[str, ...] = (),
+    imports_facts: bool = False,
+    per_rank: bool = False,
 ) -> tuple[type[Rule], ...]:
     """The rules that can fire on the scanned text: those whose tokens it
     contains (and, for distributed-only rules, that looks distributed). The
     others are not run, and a file no rule applies to is never parsed. With
     facts about imported helpers, the requirements a fact can meet are
     waived (`Rule.facts_replace`: the helper's name stands for the
-    collective or the rank test)."""
+    collective or the rank test). With `per_rank` (other modules call the
+    module's functions on many ranks), it is distributed code whatever its text."""
     kept = []
     for rule in rules:
         waived = rule.facts_replace if imports_facts else frozenset()
@@ -84,7 +89,7 @@ def applicable(
         context = context_probe(rule, extra_context)
         if context is not None and "context_tokens" not in waived and not scan.has(context):
             continue
-        if rule.distributed_only and not scan.distributed:
+        if rule.distributed_only and not (per_rank or scan.distributed):
             continue
         kept.append(rule)
     return tuple(kept)
@@ -117,6 +122,7 @@ _SUMMARY_OTHER = AnyOf((
     Probe.of_words(("Dataset",)),
     Probe(_DATASET_BASES, re.compile(rf"\bclass\s+\w+\s*\([^)]*\b(?:{'|'.join(_DATASET_BASES)})\b")),
     Probe.of_substrings(("IterableDataset", "DataPipe", "builtins", "__builtin__")),
+    Probe.of_substrings(RANDOMNESS_TEXT),  # noise drawn, a model trained: per-rank randomness
 ))  # fmt: skip
 
 

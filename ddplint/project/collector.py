@@ -17,12 +17,15 @@ from typing import TYPE_CHECKING, Callable, Mapping
 from ddplint.analysis.classes import imported_bases
 from ddplint.analysis.collectives import collective_name, in_lazy_initialization
 from ddplint.analysis.data import dataset_kind
+from ddplint.analysis.execution import Runs
 from ddplint.analysis.file_io import writes_a_path
-from ddplint.analysis.seeding import class_draws
+from ddplint.analysis.loops import is_step
+from ddplint.analysis.seeding import class_draws, class_trains, draws_noise, sets_train_mode
 from ddplint.lazy import cst
 from ddplint.project.summary import EXTERNAL_ROOTS, Symbol
 
 if TYPE_CHECKING:
+    from ddplint.analysis.rank import Site
     from ddplint.analysis.semantic import SemanticModel
 
 _PRINT = "builtins.print"
@@ -41,10 +44,14 @@ class SummaryCollector:
     without `consulted` (no facts can reach the module), not those.
     """
 
-    def __init__(self, ctx: SemanticModel, symbols: bool = True, consulted: bool = True) -> None:
+    def __init__(self, ctx: SemanticModel, symbols: bool = True, consulted: bool = True, calls: bool = False) -> None:
         self.ctx = ctx
         self.symbols_wanted = symbols
         self.consulted_wanted = consulted
+        self.calls_wanted = calls
+        #: Calls of imported names a linted module may define, where they are
+        #: (who makes them is known after the walk): `per_rank_calls`.
+        self.linted_sites: list[tuple[tuple[str, ...], Site]] = []
         self.top_functions: dict[str, cst.FunctionDef] = {}
         self.classes: dict[str, Symbol] = {}
         #: Collectives each function performs, with their guards inside it.
@@ -54,6 +61,10 @@ class SummaryCollector:
         self.calls: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, tuple]]] = defaultdict(list)
         self.imported_calls: dict[cst.FunctionDef, list[tuple[str, cst.BaseExpression, tuple]]] = defaultdict(list)
         self.silencers: set[cst.FunctionDef] = set()
+        #: Functions that draw noise, put a model in train mode, take a step.
+        self.noise: set[cst.FunctionDef] = set()
+        self.train_modes: set[cst.FunctionDef] = set()
+        self.steps: set[cst.FunctionDef] = set()
         #: Module-level functions and the functions nested in them (not methods,
         #: which no other module reaches by name).
         self.module_functions: set[cst.FunctionDef] = set()
@@ -92,7 +103,9 @@ class SummaryCollector:
         if self.symbols_wanted and self._top_level():
             via = tuple(sorted(q for q in bases if not _external(q)))
             kind = dataset_kind(node, self.ctx)
-            random = kind is not None and class_draws(self.ctx.module.code_for_node(node))
+            code = self.ctx.module.code_for_node(node) if kind is not None or "train(" in self.ctx.source else ""
+            # A Dataset that draws per sample, or a trainer whose methods step a model in train mode.
+            random = (kind is not None and class_draws(code)) or class_trains(code)
             self.classes.setdefault(node.name.value, Symbol(dataset=kind, dataset_via=via, random=random))
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -100,6 +113,9 @@ class SummaryCollector:
         func = node.func
         called = ctx.scopes.imported_qualnames(func)
         linted = tuple(q for q in called if not _external(q))  # names a linted module may define
+        if linted and self.calls_wanted and ctx.runs("rank"):
+            arguments = ctx.rank.deps_of_all(a.value for a in node.args)
+            self.linted_sites.append((linted, ctx.rank.site(node, arguments)))
         if called and self.consulted_wanted:
             self.called |= called  # a helper's print silencing or dataset matters wherever it is called
             # Without the rank analysis no rule judges collectives; a file linted
@@ -116,6 +132,12 @@ class SummaryCollector:
         function = ctx.enclosing_function()
         if function not in self.module_functions:
             return
+        if draws_noise(node, ctx):
+            self.noise.add(function)
+        elif sets_train_mode(node):
+            self.train_modes.add(function)
+        elif is_step(node):
+            self.steps.add(function)
         shown = collective_name(node, ctx)
         if shown is not None:
             self.direct.setdefault(function, []).append((shown, self._condition()))
@@ -156,6 +178,26 @@ class SummaryCollector:
         consulted = self.ctx.rank.consulted if self.ctx.runs("rank") else ()  # no rank analysis: nothing asked
         rank = tuple(sorted(q for q in consulted if not _external(q)))
         return rank, tuple(sorted(q for q in self.called if not _external(q))), self._collective_relevant()
+
+    def per_rank_calls(self) -> tuple[tuple[str, str], ...]:
+        """Imported names the module calls on many ranks (`Runs.many`), with
+        who makes the call, in a module that runs per rank: their callee runs
+        there too. A call with a rank-dependent argument is left out (the
+        callee may write `ckpt_{rank}.pt`, seed with the rank: its lint cannot
+        see the argument)."""
+        ctx = self.ctx
+        if not (self.linted_sites and ctx.runs("rank") and ctx.in_distributed_context):
+            return ()
+        rank = ctx.rank
+        found: dict[str, str] = {}
+        for names, site in self.linted_sites:
+            runs = rank.runs(site)
+            if not runs.many or rank.is_rank_dependent(site.deps) or rank.staggered(site.guards):
+                continue  # (`with torch_distributed_zero_first(rank):` orders what the callee does)
+            for name in names:
+                if found.get(name) != Runs.ALL.name:
+                    found[name] = runs.name
+        return tuple(sorted(found.items()))
 
     def _collective_relevant(self) -> tuple[str, ...]:
         """Imported names called under a rank guard, or in a function that a
@@ -230,6 +272,8 @@ class SummaryCollector:
                 collective=chains.get(function, ()),
                 collective_via=tuple(sorted(collective_via.items())),
                 silences_print=any(g in self.silencers for g in reach),
+                # Per-rank randomness each call brings: noise drawn, or a model stepped in train mode.
+                random=bool(reach & self.noise) or bool(reach & self.train_modes and reach & self.steps),
                 silences_via=tuple(sorted({q for g in reach for q, _, _ in self.imported_calls.get(g, ())})),
             )
         for name, symbol in self.classes.items():

@@ -47,9 +47,13 @@ class FileFacts:
     ``from .dist import barrier``), as ddplint's scope analysis spells them."""
 
     facts: Mapping[str, Fact] = field(default_factory=dict)
+    #: The caller -> callee direction: the module's own top-level functions
+    #: that code in other modules calls on many ranks, with who runs them
+    #: (a `Runs` member's name: ``ALL``, ``ALL_BUT_ONE``).
+    callers: Mapping[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.facts)
+        return bool(self.facts) or bool(self.callers)
 
     def first(self, names: Iterable[str | None]) -> Fact | None:
         """The fact of the first of `names` that has one."""
@@ -70,7 +74,7 @@ class FileFacts:
 
     def digest(self) -> str:
         """A stable hash, part of the importing file's cache key."""
-        payload = json.dumps(sorted((k, v.to_json()) for k, v in self.facts.items()))
+        payload = json.dumps([sorted((k, v.to_json()) for k, v in self.facts.items()), sorted(self.callers.items())])
         return hashlib.sha256(payload.encode()).hexdigest()
 
 

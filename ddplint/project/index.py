@@ -123,6 +123,7 @@ class ProjectIndex:
         self._resolvable = _resolvable_names(self.entries)
         self._found: dict[str, tuple[ModuleEntry, str] | None] = {}
         self.facts = self._solve()
+        self.callers = self._callers()
         self._exported: dict[str, dict[str, Fact]] = {}
         self._interesting = {m: names for m in self.modules if (names := self.exported(m))}
         self._prefixes = {".".join(m.split(".")[: i + 1]) for m in self._interesting for i in range(m.count(".") + 1)}
@@ -162,7 +163,7 @@ class ProjectIndex:
         if entry is None:
             return None
         summary = entry.summary
-        if symbol in summary.symbols:
+        if symbol in summary.symbols or symbol in summary.defined:
             return entry, symbol
         target = summary.aliases.get(symbol)
         if target is not None:
@@ -219,6 +220,10 @@ class ProjectIndex:
                                 break
                     if not new.silences_print and any((f := fact_of(q, entry)) and f.silences_print for q in s.silences_via):
                         new = replace(new, silences_print=True)
+                    if not new.random and s.dataset is None and any(
+                        (f := fact_of(q, entry)) and f.random and f.dataset is None for q in s.silences_via
+                    ):  # a function that calls a helper drawing noise or training (not one building a Dataset)
+                        new = replace(new, random=True)
                     if new.dataset is None:
                         kinds = [f.dataset for q in s.dataset_via if (f := fact_of(q, entry)) and f.dataset]
                         if kinds:
@@ -227,6 +232,24 @@ class ProjectIndex:
                         facts[key] = new
                         changed = True
         return facts
+
+    def _callers(self) -> dict[str, dict[str, str]]:
+        """The caller -> callee direction: for each module, its top-level
+        functions that other modules call on many ranks, and who runs them
+        (the most ranks over the calls: one per-rank caller is enough). Who
+        runs the callee's own calls is its lint's answer, given these: a chain
+        of modules is followed one module per project round."""
+        found: dict[str, dict[str, str]] = {}
+        for entry in self.entries:
+            for raw, runs in entry.summary.per_rank_calls or ():
+                name = self.absolute(raw, entry)
+                target = self.lookup(name) if name else None
+                if target is None or target[0] is entry or target[1] not in target[0].summary.defined:
+                    continue
+                known = found.setdefault(target[0].display, {})
+                if known.get(target[1]) != "ALL":
+                    known[target[1]] = runs
+        return found
 
     def fact(self, found: tuple[ModuleEntry, str] | None) -> Fact | None:
         return self.facts.get((found[0].display, found[1])) if found else None
@@ -268,7 +291,7 @@ class ProjectIndex:
             fact = _beyond_catalogue(name, fact)
             if fact.relevant:
                 kept[name] = fact
-        return FileFacts(kept)
+        return FileFacts(kept, self.callers.get(entry.display, {}))
 
     def _file_facts(self, entry: ModuleEntry) -> dict[str, Fact]:
         out: dict[str, Fact] = {}

@@ -38,7 +38,10 @@ class Symbol:
     silences_via: tuple[str, ...] = ()
     dataset: str | None = None
     dataset_via: tuple[str, ...] = ()
-    #: A Dataset whose per-sample code draws random numbers (augmentation).
+    #: Per-rank randomness that using it brings: a Dataset whose per-sample
+    #: code draws random numbers (augmentation), a function that draws noise
+    #: or steps a model in train mode (also through the imported functions in
+    #: `silences_via`, every imported name its calls reach), a trainer class.
     random: bool = False
 
     @property
@@ -76,6 +79,27 @@ class ModuleSummary:
     called: tuple[str, ...] = ()
     #: The called names whose being a collective helper would change a finding.
     collective_called: tuple[str, ...] = ()
+    #: The module's top-level functions (by name), facts or not: a function
+    #: that other modules call per rank runs per rank (`FileFacts.callers`).
+    defined: tuple[str, ...] = ()
+    #: Imported names the module calls on many ranks with rank-independent
+    #: arguments, each with who makes the call (a `Runs` member's name). None:
+    #: to be filled in by the walk (a module that imports linted ones).
+    per_rank_calls: tuple[tuple[str, str], ...] | None = ()
+    #: The top-level functions whose runners its lint asked about and found
+    #: unknown (callers elsewhere). None: not known (a module not linted as
+    #: distributed code: any caller fact may change its findings).
+    runs_unknown: tuple[str, ...] | None = None
+
+    def needs_callers(self, callers: Mapping[str, str], before: Mapping[str, str]) -> bool:
+        """Whether who runs its functions (`FileFacts.callers`, changed from
+        `before`) could change its findings or the per-rank calls it reports."""
+        changed = {name for name in {*callers, *before} if callers.get(name) != before.get(name)}
+        if not changed:
+            return False
+        if self.runs_unknown is None or self.per_rank_calls is None:
+            return True
+        return bool(changed & set(self.runs_unknown))
 
     def with_symbols(self, symbols: Mapping[str, Symbol]) -> ModuleSummary:
         return replace(self, symbols={k: v for k, v in symbols.items() if not v.empty})
@@ -83,8 +107,8 @@ class ModuleSummary:
     def shows_the_same(self, other: ModuleSummary) -> bool:
         """Whether other modules see the same facts in `other`: the same
         symbols, imports and re-exports (what its own lint consulted aside)."""
-        return (self.symbols, self.aliases, self.stars, self.exports) == (
-            other.symbols, other.aliases, other.stars, other.exports
+        return (self.symbols, self.aliases, self.stars, self.exports, self.defined, self.per_rank_calls) == (
+            other.symbols, other.aliases, other.stars, other.exports, other.defined, other.per_rank_calls
         )
 
     def needs(self, facts: Mapping[str, Fact], text: Callable[[], str | None] | None = None) -> bool:
@@ -126,6 +150,9 @@ class ModuleSummary:
             "consulted": None if self.consulted is None else list(self.consulted),
             "called": list(self.called),
             "collective_called": list(self.collective_called),
+            "defined": list(self.defined),
+            "per_rank_calls": None if self.per_rank_calls is None else [list(c) for c in self.per_rank_calls],
+            "runs_unknown": None if self.runs_unknown is None else list(self.runs_unknown),
         }
 
     @classmethod
@@ -133,9 +160,12 @@ class ModuleSummary:
         symbols = {name: _symbol_from_json(s) for name, s in data["symbols"].items()}
         exports = data["exports"]
         aliases, stars, consulted, uses = dict(data["aliases"]), tuple(data["stars"]), data["consulted"], data["uses"]
+        calls = data.get("per_rank_calls", ())
         return cls(
             symbols, aliases, stars, None if exports is None else tuple(exports), None if uses is None else tuple(uses),
             None if consulted is None else tuple(consulted), tuple(data["called"]), tuple(data["collective_called"]),
+            tuple(data.get("defined", ())), None if calls is None else tuple((q, runs) for q, runs in calls),
+            None if (unknown := data.get("runs_unknown")) is None else tuple(unknown),
         )  # fmt: skip
 
 
@@ -163,6 +193,7 @@ def imports_summary(tree: ast.Module) -> tuple[ModuleSummary, dict[str, int]]:
     stars: list[str] = []
     exports: tuple[str, ...] | None = None
     lines: dict[str, int] = {}
+    defined: list[str] = []
     for node in _top_level(tree.body):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -181,9 +212,12 @@ def imports_summary(tree: ast.Module) -> tuple[ModuleSummary, dict[str, int]]:
                     aliases[alias.asname or alias.name] = prefix + alias.name
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             lines.setdefault(node.name, node.lineno)
+            if not isinstance(node, ast.ClassDef):
+                defined.append(node.name)
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             exports = _string_list(node.value)
-    return ModuleSummary(aliases=aliases, stars=tuple(stars), exports=exports), lines
+    summary = ModuleSummary(aliases=aliases, stars=tuple(stars), exports=exports, defined=tuple(dict.fromkeys(defined)))
+    return summary, lines
 
 
 def attribute_uses(text: str, aliases: Mapping[str, str]) -> tuple[str, ...]:
