@@ -163,9 +163,14 @@ def called_methods(function: cst.FunctionDef) -> set[str]:
     }
 
 
-def reachable_methods(classdef: cst.ClassDef, *entries: str) -> list[cst.FunctionDef]:
-    """The entry methods and every method they call through ``self.``, transitively."""
-    table = methods(classdef)
+def reachable_methods(
+    classdef: cst.ClassDef, *entries: str, table: dict[str, cst.FunctionDef] | None = None
+) -> list[cst.FunctionDef]:
+    """The entry methods and every method they call through ``self.``, transitively.
+    `table` is the instance's methods through its class hierarchy (`classes.class_methods`):
+    a base's `__getitem__` calling ``self.get_info`` reaches the subclass's override."""
+    if table is None:
+        table = methods(classdef)
     found: list[cst.FunctionDef] = []
     todo = [name for name in entries if name in table]
     seen: set[str] = set()

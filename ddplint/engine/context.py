@@ -19,6 +19,7 @@ from ddplint.analysis.loops import TrainingLoops
 from ddplint.analysis.rank import RankAnalysis
 from ddplint.analysis.rank_kinds import RankKinds
 from ddplint.analysis.scope import QualNames, ScopeTracker
+from ddplint.analysis.values import ValueFlow
 from ddplint.config.settings import Settings
 from ddplint.project.facts import NO_FACTS, FileFacts
 from ddplint.model import Fix, Related, Severity, Span
@@ -78,6 +79,7 @@ class FileContext:
         self._distributed = DistributedContext(self.scopes)
         self._optional = {name: OPTIONAL_ANALYSES[name](self) for name in sorted(set(requires))}
         self.pending: list[PendingFinding] = []
+        self._flow: ValueFlow | None = None
 
     @property
     def analyses(self) -> tuple[object, ...]:
@@ -132,6 +134,28 @@ class FileContext:
     def values_of(self, node: cst.BaseExpression) -> tuple[cst.CSTNode, ...]:
         """The expressions a Name may hold here (empty when unknown)."""
         return self.scopes.values_of(node)
+
+    @property
+    def flow(self) -> ValueFlow:
+        """Values followed across the module's functions and classes (built on first use)."""
+        if self._flow is None:
+            self._flow = ValueFlow(self.module, self.scopes.final_module_names)
+        return self._flow
+
+    def origins(self, node: cst.BaseExpression) -> tuple[cst.CSTNode, ...]:
+        """What `node` may hold here, followed through parameters (the arguments
+        at every call site), attributes (what any method assigns) and returns of
+        module functions and methods; `values_of`'s bindings first where it
+        knows them. Nodes that cannot be followed stand for themselves."""
+        function = self.enclosing_function()
+        values = self.scopes.values_of(node) if isinstance(node, cst.Name) else ()
+        if not values:
+            return self.flow.origins(node, function)
+        found: dict[int, cst.CSTNode] = {}
+        for value in values:
+            for origin in self.flow.origins(value, function):
+                found[id(origin)] = origin
+        return tuple(found.values())
 
     @property
     def one_process_group(self) -> bool:
