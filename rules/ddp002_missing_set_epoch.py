@@ -39,13 +39,13 @@ class _HelperCall:
     """A call of a module function or method, with what each parameter it
     binds refers to: (loader/sampler keys, names mentioned) per parameter name."""
 
-    bound: tuple[tuple[cst.FunctionDef, dict[str, tuple[frozenset, frozenset[str]]]], ...]
+    bound: tuple[tuple[cst.FunctionDef, bool, dict[str, tuple[frozenset, frozenset[str]]]], ...]
     loops: tuple[cst.For, ...]
     function: cst.FunctionDef | None
 
     @property
     def targets(self) -> tuple[cst.FunctionDef, ...]:
-        return tuple(target for target, _ in self.bound)
+        return tuple(target for target, _, _ in self.bound)
 
 
 @dataclass(frozen=True, eq=False)
@@ -215,7 +215,7 @@ class MissingSetEpoch(Rule):
                         frozenset(self._keys(arg.value)) | self._sampler_keys(arg.value), _names_in(arg.value)
                     )
                 arguments[name] = described[id(arg)]
-            bound.append((target, arguments))
+            bound.append((target, skip_self, arguments))
         self.facts.calls.append(_HelperCall(tuple(bound), self._loops(), function))
 
     def _loader_sampler(self, node: cst.Call) -> cst.Call | None:
@@ -266,9 +266,10 @@ class MissingSetEpoch(Rule):
     def _receiver(self, receiver: cst.BaseExpression) -> tuple[frozenset, frozenset[str]]:
         """What a `set_epoch` receiver is: the sampler itself, or a loader's sampler."""
         base = receiver
+        keys = set(self._sampler_keys(base))  # `self.sampler` may be the sampler itself
         while isinstance(base, cst.Attribute) and base.attr.value in ("sampler", "batch_sampler"):
             base = base.value
-        keys = set(self._keys(base)) | set(self._sampler_keys(base))
+        keys |= set(self._keys(base)) | set(self._sampler_keys(base))
         return frozenset(keys), self._params_in(base)
 
     def _params_in(self, expr: cst.BaseExpression) -> frozenset[str]:
@@ -320,7 +321,7 @@ class MissingSetEpoch(Rule):
         each place the loader is iterated (a helper's parameter: None)."""
         found = [(it.loops, it.function, it.expr if it.keys & keys else None) for it in self.facts.iterations if it.keys & keys]
         for call in self.facts.calls:
-            for target, arguments in call.bound:
+            for target, _, arguments in call.bound:
                 for name, (arg_keys, _) in arguments.items():
                     if arg_keys & keys and any(
                         name in it.params and it.function is target for it in self.facts.iterations
@@ -345,8 +346,8 @@ class MissingSetEpoch(Rule):
 
     def _helper_sets_epoch(self, call: _HelperCall, refers: frozenset, targets: frozenset[str]) -> bool:
         nothing = (frozenset(), frozenset())
-        for target, given in call.bound:
-            params = frozenset(_parameters(target))
+        for target, skip_self, given in call.bound:
+            params = frozenset(_parameters(target)[1 if skip_self else 0 :])  # not `self`
             for record in self.facts.set_epochs:
                 if record.function is not target:
                     continue

@@ -35,6 +35,11 @@ def _through_names(
         if len(answers) == 1:
             return answers.pop()
         return None
+    if isinstance(node, cst.Param):
+        # what every call site of the function passes (or leaves to the default);
+        # a call the module cannot see leaves the parameter itself: no answer
+        answers = {literal(v) for v in ctx.flow.parameter_values(node)}
+        return answers.pop() if len(answers) == 1 else None
     return literal(node)
 
 
