@@ -188,7 +188,13 @@ class ValueFlow:
         self._callers: dict[cst.FunctionDef, list | None] = {}
         self._targets: dict[int, tuple] = {}
         self._nesting = 0
+        self._resolving: set[int] = set()
+        self._methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = {}
+        self._bases: dict[cst.ClassDef, list[cst.ClassDef]] = {}
+        self._returned: dict[cst.FunctionDef, list | None] = {}
         self._index(module)
+        #: names of the methods of the module's classes (`x.append()` is none of them)
+        self.method_names = frozenset(f.name.value for f in self.owner)
 
     # ------------------------------------------------------------ index
 
@@ -261,11 +267,21 @@ class ValueFlow:
 
     def methods_of(self, cls: cst.ClassDef) -> dict[str, cst.FunctionDef]:
         """The methods of an instance of `cls`, through its module bases."""
-        return class_methods(cls, self.module_values)
+        table = self._methods.get(cls)
+        if table is None:
+            table = self._methods[cls] = class_methods(cls, self.module_values)
+        return table
+
+    def bases(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+        """The module classes `cls` derives from, nearest first."""
+        found = self._bases.get(cls)
+        if found is None:
+            found = self._bases[cls] = module_bases(cls, self.module_values)
+        return found
 
     def subclasses(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
         """Module classes deriving from `cls`."""
-        return [c for c in self.classes if cls in module_bases(c, self.module_values)]
+        return [c for c in self.classes if cls in self.bases(c)]
 
     def class_of(self, function: cst.FunctionDef | None) -> cst.ClassDef | None:
         """The class whose method `function` is (or whose method encloses it)."""
@@ -285,7 +301,11 @@ class ValueFlow:
         cached = self._targets.get(key)
         if cached is None:
             self._targets[key] = ()  # while resolving it (`obj.step()` with `obj = make(obj)`)
-            cached = self._targets[key] = tuple(self._call_targets(call, function))
+            self._resolving.add(key)
+            try:
+                cached = self._targets[key] = tuple(self._call_targets(call, function))
+            finally:
+                self._resolving.discard(key)
         return cached
 
     def _call_targets(self, call: cst.Call, function: cst.FunctionDef | None) -> Iterator[tuple[cst.FunctionDef, bool]]:
@@ -302,10 +322,12 @@ class ValueFlow:
         if not isinstance(func, cst.Attribute):
             return
         name, receiver = func.attr.value, func.value
+        if name not in self.method_names:
+            return
         cls = self.class_of(function)
         if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name) and receiver.func.value == "super":
             if cls is not None:
-                for base in module_bases(cls, self.module_values):
+                for base in self.bases(cls):
                     if name in _own_methods(base):
                         yield _own_methods(base)[name], True
                         break
@@ -353,13 +375,20 @@ class ValueFlow:
         if cls is not None and name == "__init__":
             escaped = cls.name.value in self.escaped
         found = []
+        complete = True
         if not escaped:
             for call, function in self.calls:
+                if id(call) in self._resolving:  # its targets are not known yet: no answer, and none kept
+                    complete = False
+                    continue
                 for candidate, skip in self.call_targets(call, function):
                     if candidate is target:
                         found.append((call, function, skip))
-        result = found or None
-        self._callers[target] = result
+        result = (found or None) if complete else None
+        if complete:
+            self._callers[target] = result
+        else:
+            del self._callers[target]
         return result
 
     # ------------------------------------------------------------ values
@@ -478,13 +507,18 @@ class ValueFlow:
                 self._follow(param.default, self.outer.get(function), found, seen, depth)
 
     def _returns(self, function: cst.FunctionDef, found: dict, seen: set, depth: int) -> None:
-        nodes = list(descendants(function.body, into_functions=False))
-        if any(isinstance(n, cst.Yield) for n in nodes):
+        if function not in self._returned:
+            nodes = list(descendants(function.body, into_functions=False))
+            generator = any(isinstance(n, cst.Yield) for n in nodes)
+            self._returned[function] = None if generator else [
+                n.value for n in nodes if isinstance(n, cst.Return) and n.value is not None
+            ]
+        returned = self._returned[function]
+        if returned is None:  # a generator
             found[id(function)] = function
             return
-        for node in nodes:
-            if isinstance(node, cst.Return) and node.value is not None:
-                self._follow(node.value, function, found, seen, depth)
+        for value in returned:
+            self._follow(value, function, found, seen, depth)
 
     def _receiver_classes(self, receiver: cst.BaseExpression, function: cst.FunctionDef | None) -> list[cst.ClassDef]:
         if self._is_self(receiver, function):
@@ -493,7 +527,7 @@ class ValueFlow:
         return self._instances(receiver, function)
 
     def _attribute(self, cls: cst.ClassDef, attr: str, found: dict, seen: set, depth: int) -> None:
-        related = [cls, *module_bases(cls, self.module_values), *self.subclasses(cls)]
+        related = [cls, *self.bases(cls), *self.subclasses(cls)]
         assigned = False
         for current in related:
             for method in _own_methods(current).values():
