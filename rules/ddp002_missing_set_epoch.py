@@ -222,8 +222,8 @@ class MissingSetEpoch(Rule):
         args = loader_arguments(node, self.ctx)
         candidates = [args.value("sampler")]
         batch_sampler = args.value("batch_sampler")
-        if isinstance(batch_sampler, cst.Name):
-            batch_sampler = next((v for v in self.ctx.values_of(batch_sampler) if isinstance(v, cst.Call)), None)
+        if batch_sampler is not None and not isinstance(batch_sampler, cst.Call):
+            batch_sampler = next((v for v in self.ctx.origins(batch_sampler) if isinstance(v, cst.Call)), None)
         if isinstance(batch_sampler, cst.Call) and self.ctx.qualified_names(batch_sampler.func) & BATCH_SAMPLERS:
             inner = bind_arguments(batch_sampler, ("sampler", "batch_size", "drop_last")).value("sampler")
             candidates.append(inner)

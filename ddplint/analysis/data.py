@@ -340,9 +340,13 @@ class DataAnalysis:
             from ddplint.analysis.classes import class_of_instance
 
             dataset = loader_arguments(node, self.ctx).value("dataset")
-            classdef = class_of_instance(dataset, self.ctx) if dataset is not None else None
-            if classdef is not None:
-                self._loaded.add(id(classdef))
+            if dataset is None:
+                return
+            # the dataset may come through a parameter, an attribute or a helper's return
+            for value in {id(v): v for v in (dataset, *self.ctx.origins(dataset))}.values():
+                classdef = class_of_instance(value, self.ctx)
+                if classdef is not None:
+                    self._loaded.add(id(classdef))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._kinds[id(node)] = dataset_kind(node, self.ctx)
