@@ -2,7 +2,12 @@
 
 Every function answers `None` for "not certain"; rules flag only on
 certain answers. Names are followed through their bindings in the current
-scope (see `ScopeTracker.values_of`) when every binding agrees.
+scope (see `ScopeTracker.values_of`) when every binding agrees, and
+parameters to what every call site of their function passes.
+
+`ValueFlow` is the module-wide value service behind `FileContext.origins`:
+what a name, parameter, attribute or call may hold, followed across the
+module's functions, methods and classes.
 """
 
 from __future__ import annotations
@@ -138,8 +143,9 @@ def is_constructor_call(node: cst.Call, ctx: FileContext) -> bool:
 
 # ---------------------------------------------------------------- value flow
 
-#: Where a value came from when it cannot be followed further is the node itself.
+#: How many steps (a name, a parameter, an attribute, a return) one answer follows.
 _FLOW_DEPTH = 12
+#: How deeply resolving a receiver (`obj` of `obj.step()`) may start another resolution.
 _MAX_NESTING = 4
 #: Expression positions where a function, method or class escapes as a value
 #: (a callback, ``dataset_cls=Records``): its callers are then not all visible.
