@@ -60,10 +60,10 @@ for path in open(sys.argv[1]).read().split("\\0"):
 """
 RELINT = """
 import sys, time, libcst
-from ddplint.config import Settings
+from ddplint.rule import all_rules_settings
 from ddplint.engine import check_source
 text = open(sys.argv[1], encoding="utf-8").read()
-settings = Settings.all_rules()
+settings = all_rules_settings()
 check_source("warmup.py", text, settings)
 def best(fn):
     times = []
@@ -80,14 +80,14 @@ print(parse, relint)
 STAGES = """
 import json, sys, time
 import libcst
-from ddplint.config import Settings
+from ddplint.rule import all_rules_settings
 from ddplint.engine import _visitor_rules
 from ddplint.engine.lint import _lint_module
 from ddplint.engine.prefilter import TextScan, applicable
 from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast
 from ddplint.runner import tune_gc
 tune_gc()
-settings = Settings.all_rules()
+settings = all_rules_settings()
 every = _visitor_rules(settings.rules)
 seconds = dict.fromkeys(("read + decode", "CPython syntax check", "prefilter", "LibCST parse", "walk, rules, findings"), 0.0)
 parsed = 0

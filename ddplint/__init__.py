@@ -8,7 +8,7 @@ command line's.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ddplint.version import __version__
 
 __all__ = ["__version__", "lint_source", "lint_paths"]
 

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ddplint import __version__
+from ddplint.version import __version__
 from ddplint.config.settings import Settings
 from ddplint.result import FileResult
 from ddplint.model import Applicability, Edit, Finding, Fix, Notice, NoticeLevel, Related, Severity, Span

@@ -1,13 +1,15 @@
 """Rule documentation, rendered from the rules' own docstrings.
 
-One text serves `ddplint rule CODE`, `docs/rules.md` (regenerated with
-``python -m ddplint.docs > docs/rules.md`` and checked by a test) and SARIF's
-rule help.
+One text serves `ddplint rule CODE`, `docs/rules.md` and SARIF's rule help.
+``python -m ddplint.docs --write`` regenerates docs/rules.md,
+docs/runtime-checks.md and the README's rule table in place (tests check
+that they are up to date).
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from ddplint import measured
 from ddplint.rule import Rule, all_rules
@@ -102,7 +104,42 @@ def checks_reference() -> str:
     )
 
 
+README_TABLE = re.compile(r"(<!-- rules-table:start -->\n)(.*?)(<!-- rules-table:end -->)", re.S)
+
+
+def write_all(repository: Path) -> list[Path]:
+    """Regenerate every generated document of a checkout: docs/rules.md,
+    docs/runtime-checks.md and the README's rule table. The files that
+    changed."""
+    readme = repository / "README.md"
+    table = rules_index("docs/rules.md")
+    targets = {
+        repository / "docs" / "rules.md": rules_reference(),
+        repository / "docs" / "runtime-checks.md": checks_reference(),
+        readme: README_TABLE.sub(lambda m: m.group(1) + table + m.group(3), readme.read_text(encoding="utf-8")),
+    }
+    changed = []
+    for path, text in targets.items():
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+            changed.append(path)
+    return changed
+
+
+def main(argv: list[str]) -> int:
+    """``python -m ddplint.docs --write [REPO]`` regenerates the documents in
+    place; ``python -m ddplint.docs [runtime]`` prints the rules' (or the
+    runtime checks') reference."""
+    if argv[:1] == ["--write"]:
+        repository = Path(argv[1]) if len(argv) > 1 else Path.cwd()
+        for path in write_all(repository):
+            print(f"rewrote {path}")
+        return 0
+    print(checks_reference() if argv == ["runtime"] else rules_reference(), end="")
+    return 0
+
+
 if __name__ == "__main__":
     import sys
 
-    print(checks_reference() if sys.argv[1:] == ["runtime"] else rules_reference(), end="")
+    raise SystemExit(main(sys.argv[1:]))

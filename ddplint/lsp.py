@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
-from ddplint import __version__
+from ddplint.version import __version__
 from ddplint.config.loader import ConfigError
 from ddplint.config.resolver import ConfigResolver
 from ddplint.docs import help_uri

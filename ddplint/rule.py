@@ -13,8 +13,11 @@ and gives each a `FileContext` (``self.ctx``) holding the shared per-file
 analyses. A fresh instance is made for every file, so instance attributes are
 per-file state.
 
+`FileContext` is what a rule sees as ``self.ctx``: the file's
+`SemanticModel` plus the sink for its findings.
+
 This module must not import LibCST: `ddplint rule` lists the catalogue
-without paying for it.
+without paying for it (the analyses import it lazily).
 """
 
 from __future__ import annotations
@@ -23,15 +26,20 @@ import importlib
 import inspect
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Callable, ClassVar, Iterable, Union
 
-from ddplint.model import Fix, Severity
+from ddplint.analysis.semantic import OPTIONAL_ANALYSES, SemanticModel
+from ddplint.config.settings import Settings
+from ddplint.lazy import cst
+from ddplint.model import Fix, Related, Severity, Span
+from ddplint.project.facts import NO_FACTS, FileFacts
 
 if TYPE_CHECKING:
-    import libcst as cst
-
-    from ddplint.engine.context import FileContext, Message
     from ddplint.analysis.rewrite import ProposedFix
+
+#: A finding's message, or a function of "where is this node" for messages
+#: that name lines (positions are only known after the walk).
+Message = Union[str, Callable[[Callable[["cst.CSTNode"], Span]], str]]
 
 REQUIRED_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead")
 OPTIONAL_SECTIONS = ("Fix safety", "Options", "References")
@@ -42,9 +50,8 @@ _HEADING_RE = re.compile(r"^## (.+?)\s*$", re.MULTILINE)
 
 _REGISTRY: dict[str, type[Rule]] = {}
 
-#: The shared analyses a rule may require (`engine.context.OPTIONAL_ANALYSES`;
-#: named here because this module must not import LibCST).
-KNOWN_ANALYSES = frozenset({"rank", "loops", "data", "rank_kinds"})
+#: The shared analyses a rule may require.
+KNOWN_ANALYSES = frozenset(OPTIONAL_ANALYSES)
 
 
 class RuleDefinitionError(TypeError):
@@ -80,6 +87,61 @@ class RuleDocs:
     def what_it_does(self) -> str:
         """The first section, used as SARIF's ``fullDescription``."""
         return self.sections["What it does"]
+
+
+@dataclass(frozen=True)
+class PendingFinding:
+    """A finding before positions are known (nodes, not lines)."""
+
+    rule: type[Rule]
+    node: cst.CSTNode
+    statement: cst.CSTNode
+    message: Message
+    #: (node, why) in this file, or a `Related` location in another file.
+    related: tuple[tuple[cst.CSTNode, str] | Related, ...]
+    fix: Fix | ProposedFix | None
+    #: A severity other than the rule's (a variant of the rule); the configured one still wins.
+    severity: Severity | None = None
+
+
+class FileContext(SemanticModel):
+    """The shared per-file facts and the sink for findings."""
+
+    def __init__(
+        self,
+        path: str,
+        source: str,
+        module: cst.Module,
+        settings: Settings,
+        stack: list[cst.CSTNode],
+        requires: Iterable[str] = (),
+        facts: FileFacts = NO_FACTS,
+        summarize: bool = False,
+    ) -> None:
+        super().__init__(path, source, module, settings, stack, requires, facts, summarize)
+        self.pending: list[PendingFinding] = []
+
+    # ------------------------------------------------------------ reporting
+
+    def report(
+        self,
+        rule: Rule,
+        node: cst.CSTNode,
+        message: Message,
+        *,
+        related: tuple[tuple[cst.CSTNode, str] | Related, ...] = (),
+        fix: Fix | ProposedFix | None = None,
+        statement: cst.CSTNode | None = None,
+        severity: Severity | None = None,
+    ) -> None:
+        """Record a finding; the statement around `node` scopes `# noqa`.
+
+        Rules that report from `finish()` pass the `statement` they saved,
+        since the walker's stack is gone by then.
+        """
+        self.pending.append(
+            PendingFinding(type(rule), node, statement or self.statement(), message, related, fix, severity)
+        )
 
 
 class Rule:
@@ -185,6 +247,11 @@ def all_rules() -> tuple[type[Rule], ...]:
     """Every registered rule, ordered by code (imports the catalogue once)."""
     importlib.import_module("ddplint.rules")
     return tuple(_REGISTRY[code] for code in sorted(_REGISTRY))
+
+
+def all_rules_settings() -> Settings:
+    """Settings with every registered rule enabled, preview on, no overrides."""
+    return Settings.enabling(rule.code for rule in all_rules())
 
 
 def get_rule(code: str) -> type[Rule] | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.classes import class_methods
+from ddplint.analysis.hierarchy import class_methods
 from ddplint.analysis.data import (
     appended_attributes,
     appended_in_loops,

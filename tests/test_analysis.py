@@ -9,7 +9,7 @@ import libcst as cst
 import pytest
 
 from ddplint.config import Settings
-from ddplint.engine.context import FileContext
+from ddplint.rule import FileContext
 from ddplint.engine.walker import Walker
 
 

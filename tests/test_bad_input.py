@@ -115,21 +115,21 @@ def test_warnings_about_the_users_code_stay_off_stderr(tmp_path: Path) -> None:
 )
 def test_future_statements_rejected_by_the_compiler_are_ddp000(source: str, message: str) -> None:
     """CPython rejects these after parsing (in its compiler); `python file.py` fails, so DDP000 says so."""
-    from ddplint.config import Settings
+    from ddplint.rule import all_rules_settings
     from ddplint.engine import check_source
 
     with pytest.raises(SyntaxError, match=message):
         compile(source, "f.py", "exec", dont_inherit=True)
-    (finding,) = check_source("f.py", source, Settings.all_rules()).findings
+    (finding,) = check_source("f.py", source, all_rules_settings()).findings
     assert finding.rule == "DDP000" and finding.message.startswith(message)
 
 
 def test_valid_future_statements_are_fine() -> None:
-    from ddplint.config import Settings
+    from ddplint.rule import all_rules_settings
     from ddplint.engine import check_source
 
     source = '"""doc"""\n# comment\nfrom __future__ import annotations\nfrom __future__ import division, print_function\nx = "__future__"\n'
-    assert not check_source("f.py", source, Settings.all_rules()).findings
+    assert not check_source("f.py", source, all_rules_settings()).findings
 
 
 def _linted(run) -> set[tuple[str, str, int]]:
@@ -177,12 +177,12 @@ COMPILE_TIME_ERRORS = [
 def test_errors_cpython_raises_at_compile_time_are_ddp000(source: str, line: int) -> None:
     """CPython parses these and rejects them in its compiler: `python file.py`
     fails, so DDP000 says so (with CPython's message, on its line)."""
-    from ddplint.config import Settings
+    from ddplint.rule import all_rules_settings
     from ddplint.engine import check_source
 
     with pytest.raises(SyntaxError) as raised:
         compile(source, "f.py", "exec", dont_inherit=True)
-    findings = check_source("f.py", source, Settings.all_rules()).findings
+    findings = check_source("f.py", source, all_rules_settings()).findings
     assert [(f.rule, f.span.line) for f in findings] == [("DDP000", line)]
     assert findings[0].message.startswith(raised.value.msg)
 

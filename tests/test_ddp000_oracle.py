@@ -20,12 +20,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ddplint.config import Settings
+from ddplint.rule import all_rules_settings
 from ddplint.engine import check_bytes, check_source
 
 pytestmark = pytest.mark.fuzz
 
-ALL = Settings.all_rules()
+ALL = all_rules_settings()
 
 SIMPLE = [
     "pass", "x = 1", "print(x)", "return", "return x", "yield x", "yield from y", "x = yield", "await x",

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from ddplint.config import Settings
+from ddplint.rule import all_rules_settings
 from ddplint.engine import check_source
 from ddplint.engine.fixer import applicable, fix_source
 from ddplint.engine.source import SourceProblem, python_ast
 from ddplint.model import Applicability, Edit, Span
 from ddplint.textedit import apply_edits
 
-ALL = Settings.all_rules()
+ALL = all_rules_settings()
 FIX_FIXTURES = sorted(FIXTURES.glob("DDP*/fix_*.py"))
 SINGLE_FILE_FIXTURES = sorted(p for p in FIXTURES.rglob("*.py") if "projects" not in p.relative_to(FIXTURES).parts)
 

@@ -21,13 +21,13 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, assert_valid_sarif
 from test_ddp000_oracle import compiles
-from ddplint.config import Settings
+from ddplint.rule import all_rules_settings
 from ddplint.engine import check_source
 from ddplint.report import Report
 
 pytestmark = pytest.mark.fuzz
 
-ALL = Settings.all_rules()
+ALL = all_rules_settings()
 FIXTURE_TEXTS = [p.read_bytes().decode("latin-1") for p in sorted(FIXTURES.rglob("*.py"))]
 TOKENS = ["(", ")", ":", "\n", "    ", "if rank == 0:", "dist.barrier()", "def f(", "return", "=", ",", "'", '"""',
           "for epoch in range(3):", "DataLoader(ds, sampler=s, shuffle=True)", "\t", "\\", "#", "lambda", "@"]  # fmt: skip

@@ -134,7 +134,7 @@ async def test_noqa_quick_fix(client: LanguageClient, workspace: Path) -> None:
 
 
 async def test_quick_fix_applies_the_same_edit_as_fix(client: LanguageClient, workspace: Path) -> None:
-    from ddplint.config import Settings
+    from ddplint.rule import all_rules_settings
     from ddplint.engine.fixer import fix_source
 
     uri = await _open(client, workspace / "train.py", BAD)
@@ -145,7 +145,7 @@ async def test_quick_fix_applies_the_same_edit_as_fix(client: LanguageClient, wo
     assert edit.range.start.line == edit.range.end.line
     line = lines[edit.range.start.line]
     lines[edit.range.start.line] = line[: edit.range.start.character] + edit.new_text + line[edit.range.end.character :]
-    assert "".join(lines) == fix_source("train.py", BAD, Settings.all_rules()).text
+    assert "".join(lines) == fix_source("train.py", BAD, all_rules_settings()).text
 
 
 HELPER = "import torch.distributed as dist\n\n\ndef sync():\n    dist.barrier()\n"

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from ddplint.analysis.distributed import runs_per_rank
 from ddplint.analysis.probe import Probe
 from conftest import FIXTURES
-from ddplint.config.settings import Settings
+from ddplint.rule import all_rules_settings
 from ddplint.engine import check_source
 from ddplint.engine.prefilter import DISTRIBUTED_TEXT, TextScan, applicable, summary_worthy
 from ddplint.project.facts import NO_FACTS, Fact, FileFacts, ProjectRole
@@ -70,7 +70,7 @@ def test_facts_waive_only_what_a_helper_can_stand_for() -> None:
 def _summarized(text: str, facts: FileFacts = NO_FACTS) -> FileResult:
     """The result for `text` as a module another linted file imports."""
     role = ProjectRole(facts=facts, summarize=True, imported=True, importer=False)
-    return check_source("module.py", text, Settings.all_rules(), True, role)
+    return check_source("module.py", text, all_rules_settings(), True, role)
 
 
 def test_a_module_whose_rank_tests_are_all_methods_is_not_parsed_for_its_summary() -> None:

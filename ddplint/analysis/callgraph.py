@@ -28,7 +28,7 @@ from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
-    from ddplint.analysis.rank import Deps, Guard, RankAnalysis
+    from ddplint.analysis.guards import Deps, Guard, RankView
 
 #: Calls that start worker processes, one per rank, and wait in the parent.
 INDEXED_LAUNCHES = frozenset(
@@ -102,7 +102,7 @@ class Reference:
 class CallGraph:
     """Walker part of the rank analysis: functions, methods and references."""
 
-    def __init__(self, rank: RankAnalysis) -> None:
+    def __init__(self, rank: RankView) -> None:
         self.rank = rank
         self.ctx = rank.ctx
         #: Module functions and methods by name (methods on `self` resolve by name).

@@ -29,7 +29,7 @@ from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
-    from ddplint.engine.context import FileContext
+    from ddplint.analysis.view import ModelView
 
 COLLECTIVE_FUNCTIONS = frozenset(
     {
@@ -213,7 +213,7 @@ def performing_functions(
     return found
 
 
-def collective_name(call: cst.Call, ctx: FileContext) -> str | None:
+def collective_name(call: cst.Call, ctx: ModelView) -> str | None:
     """How to show `call` if it is an explicit collective, else None."""
     func = call.func
     if on_subgroup(call) and last_name(func) not in _GLOBAL:
@@ -252,7 +252,7 @@ def collective_name(call: cst.Call, ctx: FileContext) -> str | None:
 
 
 def wrapped_model_collective(
-    call: cst.Call, ctx: FileContext, wrapped: Callable[[str], str | None]
+    call: cst.Call, ctx: ModelView, wrapped: Callable[[str], str | None]
 ) -> str | None:
     """The implicit collective of calling or checkpointing a wrapped model.
 
@@ -271,7 +271,7 @@ def wrapped_model_collective(
     return None
 
 
-def wrapper_of(value: cst.CSTNode, ctx: FileContext) -> str | None:
+def wrapper_of(value: cst.CSTNode, ctx: ModelView) -> str | None:
     """"DDP"/"FSDP" if `value` is a call constructing that wrapper (over the
     default process group: a sub-group's members are selected by rank), or
     sharding a model in place (`fully_shard(model)`, DeepSpeed's engine)."""
@@ -284,7 +284,7 @@ def wrapper_of(value: cst.CSTNode, ctx: FileContext) -> str | None:
     return None
 
 
-def _wrapper_kind(node: cst.BaseExpression, ctx: FileContext, wrapped: Callable[[str], str | None]) -> str | None:
+def _wrapper_kind(node: cst.BaseExpression, ctx: ModelView, wrapped: Callable[[str], str | None]) -> str | None:
     if isinstance(node, cst.Name):
         values = ctx.values_of(node)
         if not values:
@@ -296,7 +296,7 @@ def _wrapper_kind(node: cst.BaseExpression, ctx: FileContext, wrapped: Callable[
     return None
 
 
-def _under_no_grad(stack: Sequence[cst.CSTNode], ctx: FileContext) -> bool:
+def _under_no_grad(stack: Sequence[cst.CSTNode], ctx: ModelView) -> bool:
     for node in stack:
         if isinstance(node, cst.With):
             for item in node.items:
@@ -312,7 +312,7 @@ def _under_no_grad(stack: Sequence[cst.CSTNode], ctx: FileContext) -> bool:
     return False
 
 
-def _is_communicator(receiver: cst.BaseExpression, ctx: FileContext) -> bool:
+def _is_communicator(receiver: cst.BaseExpression, ctx: ModelView) -> bool:
     """`MPI.COMM_WORLD` (through any alias or a name bound to it)."""
 
     def names_world(node: cst.BaseExpression) -> bool:
@@ -324,7 +324,7 @@ def _is_communicator(receiver: cst.BaseExpression, ctx: FileContext) -> bool:
     return any(isinstance(v, cst.BaseExpression) and names_world(v) for v in values)
 
 
-def _is_accelerator(receiver: cst.BaseExpression, ctx: FileContext) -> bool:
+def _is_accelerator(receiver: cst.BaseExpression, ctx: ModelView) -> bool:
     if last_name(receiver) in ("accelerator", "accelerate"):
         return True
     if isinstance(receiver, cst.Name):
@@ -339,5 +339,5 @@ def _is_true(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "True"
 
 
-def _shown(call: cst.Call, ctx: FileContext) -> str:
+def _shown(call: cst.Call, ctx: ModelView) -> str:
     return f"`{ctx.module.code_for_node(call.func)}()`"

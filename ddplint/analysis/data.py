@@ -17,7 +17,7 @@ from ddplint.analysis.tree import children, descendants
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
-    from ddplint.engine.context import FileContext
+    from ddplint.analysis.view import ModelView
 
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 
@@ -80,13 +80,13 @@ class LoaderArguments:
         return name in self.explicit or name in self.from_dict or self.unknown
 
 
-def is_dataloader(call: cst.Call, ctx: FileContext) -> bool:
+def is_dataloader(call: cst.Call, ctx: ModelView) -> bool:
     """A call of `torch.utils.data.DataLoader` through any alias."""
     names = ctx.qualified_names(call.func)
     return bool(names) and names <= DATALOADERS
 
 
-def loader_arguments(call: cst.Call, ctx: FileContext) -> LoaderArguments:
+def loader_arguments(call: cst.Call, ctx: ModelView) -> LoaderArguments:
     """Bind a DataLoader call's arguments, resolving literal ``**kwargs`` dicts."""
     bound = bind_arguments(call, LOADER_POSITIONAL)
     from_dict: dict[str, cst.BaseExpression] = {}
@@ -103,7 +103,7 @@ def loader_arguments(call: cst.Call, ctx: FileContext) -> LoaderArguments:
     return LoaderArguments(bound.explicit, from_dict, unknown)
 
 
-def literal_dict(node: cst.BaseExpression, ctx: FileContext) -> dict[str, cst.BaseExpression] | None:
+def literal_dict(node: cst.BaseExpression, ctx: ModelView) -> dict[str, cst.BaseExpression] | None:
     """The keys and values of a dict display or ``dict(k=v)`` call (also via one Name)."""
     if isinstance(node, cst.Name):
         values = ctx.values_of(node)
@@ -122,7 +122,7 @@ def literal_dict(node: cst.BaseExpression, ctx: FileContext) -> dict[str, cst.Ba
     return None
 
 
-def dataset_kind(classdef: cst.ClassDef, ctx: FileContext) -> str | None:
+def dataset_kind(classdef: cst.ClassDef, ctx: ModelView) -> str | None:
     """"iterable" or "map" for Dataset classes (through aliases and module
     classes), None for other classes."""
     if inherits_from(classdef, ITERABLE_DATASETS | DATAPIPES, ctx):
@@ -135,7 +135,7 @@ def dataset_kind(classdef: cst.ClassDef, ctx: FileContext) -> str | None:
     return None
 
 
-def enclosing_class(ctx: FileContext) -> cst.ClassDef | None:
+def enclosing_class(ctx: ModelView) -> cst.ClassDef | None:
     """The class whose method is being visited (None outside methods)."""
     stack = ctx.stack
     for index in range(len(stack) - 1, 1, -1):
@@ -314,7 +314,7 @@ def _self_attribute(node: cst.CSTNode) -> str | None:
     return None
 
 
-def is_distributed_sampler(call: cst.CSTNode, ctx: FileContext) -> bool:
+def is_distributed_sampler(call: cst.CSTNode, ctx: ModelView) -> bool:
     """A `DistributedSampler(...)` (or any `*ElasticDistributedSampler`) call."""
     if not isinstance(call, cst.Call):
         return False
@@ -330,7 +330,7 @@ class DataAnalysis:
     map-style dataset when a DataLoader is given one of its instances.
     """
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: ModelView) -> None:
         self.ctx = ctx
         self._loaded: set[int] = set()
         self._kinds: dict[int, str | None] = {}

@@ -24,34 +24,15 @@ epoch loop), or in a function such a loop calls.
 
 from __future__ import annotations
 
-import enum
 from typing import TYPE_CHECKING, Iterable
 
 from ddplint.analysis.classes import base_names
+from ddplint.analysis.guards import _LEVEL, SELECTING, Guard, GuardKind, RankView, Runs, Site, larger, smaller
 from ddplint.analysis.rank_sets import RankSets
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
     from ddplint.analysis.callgraph import CallGraph
-    from ddplint.analysis.rank import Guard, RankAnalysis, Site
-
-
-class Runs(enum.Enum):
-    """Who executes a line in a distributed job."""
-
-    ALL = "every rank"
-    ALL_BUT_ONE = "every rank but one"
-    PER_NODE = "one rank per node"
-    SOME = "some ranks"
-    ONE = "one rank"
-    LAUNCHER = "the launcher process"
-    SINGLE = "a one-process run only"
-    UNKNOWN = "unknown"
-
-    @property
-    def many(self) -> bool:
-        """More than one rank runs it, on every job of more than two ranks."""
-        return self in (Runs.ALL, Runs.ALL_BUT_ONE)
 
 
 #: Hooks that Lightning runs in every process of the job (`prepare_data`, not
@@ -65,23 +46,10 @@ LIGHTNING_EVERY_PROCESS_HOOKS = frozenset(
 _LIGHTNING_PACKAGES = ("lightning.", "pytorch_lightning.")
 _LIGHTNING_CLASSES = frozenset({"LightningModule", "LightningDataModule"})
 
-#: Rank sets ordered by size: a union is the larger, an intersection the smaller.
-ORDER = (Runs.ONE, Runs.SOME, Runs.PER_NODE, Runs.ALL_BUT_ONE, Runs.ALL)
-_LEVEL = {runs: index for index, runs in enumerate(ORDER)}
-
-
-def smaller(a: Runs, b: Runs) -> Runs:
-    return a if _LEVEL[a] <= _LEVEL[b] else b
-
-
-def larger(a: Runs, b: Runs) -> Runs:
-    return a if _LEVEL[a] >= _LEVEL[b] else b
-
-
 class ExecutionModel:
     """After the walk: who runs each function of the module, and each site."""
 
-    def __init__(self, rank: RankAnalysis, graph: CallGraph) -> None:
+    def __init__(self, rank: RankView, graph: CallGraph) -> None:
         self.rank = rank
         self.graph = graph
         self.sets = RankSets(rank)
@@ -107,8 +75,6 @@ class ExecutionModel:
     def _dead(self, guards: Iterable[Guard]) -> bool:
         """A branch no call of the function takes: `if safe_serialization:`
         ... `else: torch.save(...)` where every call passes `True`."""
-        from ddplint.analysis.rank import GuardKind
-
         for guard in guards:
             if guard.kind is not GuardKind.BRANCH or guard.branches != 2 or guard.exit is not None:
                 continue  # (exits are not branches no call takes)
@@ -150,8 +116,6 @@ class ExecutionModel:
         return result
 
     def _guard_runs(self, guard: Guard) -> Runs:
-        from ddplint.analysis.rank import SELECTING, GuardKind
-
         if guard.kind not in SELECTING or guard.nested or not self.rank.is_rank_dependent(guard.deps):
             return Runs.ALL  # a nested exit: the ranks it sends away are a data-dependent few
         if guard.kind is GuardKind.DECORATOR:

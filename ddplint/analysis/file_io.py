@@ -14,7 +14,7 @@ from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
-    from ddplint.engine.context import FileContext
+    from ddplint.analysis.view import ModelView
 
 #: Writes by call -> index of the path argument.
 WRITES = {
@@ -44,7 +44,7 @@ def opens(node: cst.Call, names: frozenset, writing: bool) -> bool:
     return writes if writing else not writes
 
 
-def writes_a_path(node: cst.Call, ctx: FileContext) -> bool:
+def writes_a_path(node: cst.Call, ctx: ModelView) -> bool:
     """Whether the call writes or prepares a path (any entry of the catalogue)."""
     names = ctx.qualified_names(node.func)
     if names & set(WRITES) or opens(node, names, writing=True):

@@ -16,7 +16,7 @@ from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
-    from ddplint.engine.context import FileContext
+    from ddplint.analysis.view import ModelView
 
 _STEPPERS = ("optim", "scaler")
 
@@ -37,7 +37,7 @@ def is_step(call: cst.Call) -> bool:
 class TrainingLoops:
     """Walker analysis: which loops of the module are training loops."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: ModelView) -> None:
         self.ctx = ctx
         self._training: set[int] = set()
 

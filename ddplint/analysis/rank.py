@@ -24,26 +24,22 @@ its condition is rank-dependent.
 
 from __future__ import annotations
 
-import enum
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ddplint.analysis import catalogue
 from ddplint.analysis.blocks import early_exits, last_statement, nested_exits
 from ddplint.analysis.callgraph import CallGraph, Reference, branch_path, enclosing_loops, in_main_block
-from ddplint.analysis.execution import ExecutionModel, Runs
+from ddplint.analysis.execution import ExecutionModel
+from ddplint.analysis.guards import DIRECT, SELECTING, Deps, Guard, GuardKind, Runs, Site, TestShape
 from ddplint.analysis.names import dotted_name, last_name
-from ddplint.analysis.rank_sets import ShapeReader, TestShape
+from ddplint.analysis.rank_sets import ShapeReader
 from ddplint.analysis.single_process import SingleProcessCode, is_unset_test
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
-    from ddplint.engine.context import FileContext
-
-#: The dependency "this value is a rank source".
-DIRECT = "rank"
+    from ddplint.analysis.view import ModelView
 
 #: Names and attributes that hold a rank or a rank test by convention.
 DEFAULT_RANK_NAMES = catalogue.texts(catalogue.NAME)
@@ -79,79 +75,13 @@ _TRANSPARENT_METHODS = frozenset({"format", "join", "joinpath", "replace", "with
 _UNIFORM_ON = {"should_save": frozenset({"control"})}
 _MAX_DEPTH = 12
 
-Deps = frozenset  # of DIRECT | cst.FunctionDef | ("attr", name)
 _NONE: Deps = frozenset()
 _DIRECT: Deps = frozenset({DIRECT})
-
-
-class GuardKind(enum.Enum):
-    """How a guard selects the ranks that run the code under it."""
-
-    BRANCH = "branch"  # if/elif/else, ternary, and the rest of a block after an early exit
-    SHORT_CIRCUIT = "short-circuit"
-    LOOP = "while"
-    DECORATOR = "decorator"
-    STAGGERED = "staggered"
-
-
-@dataclass(frozen=True, eq=False)
-class Guard:
-    """One construct deciding whether the node under it runs on this rank.
-
-    For `BRANCH` guards, `owner` is the ``if`` (the head of an elif chain) or
-    the ternary, `branch` the index of the branch the node is in (the last
-    index is the ``else``, explicit or implicit), and `branches` how many
-    there are. `test` is the condition shown in messages; `anchor` the node
-    for the related location; `scope` the function the guard is in (None:
-    module level); `exit` the early-exit statement when the node is after
-    ``if ...: return`` rather than inside a branch.
-    """
-
-    kind: GuardKind
-    owner: cst.CSTNode
-    deps: Deps
-    test: cst.CSTNode
-    anchor: cst.CSTNode
-    branch: int = 0
-    branches: int = 1
-    scope: cst.CSTNode | None = None
-    exit: cst.CSTNode | None = None
-    #: The test read for the rank-set question (`rank_sets`), for branches and operands.
-    shape: TestShape | None = None
-    #: The exit is nested deeper in the branch (``if is_master: if exists(log): return``):
-    #: some of the ranks the test selects may leave, so only DDP001 counts it.
-    nested: bool = False
-
-
-@dataclass(frozen=True, eq=False)
-class Site:
-    """A node a rule wants to judge after the walk, with what it needs then:
-    its statement (for ``# noqa``), guards, function, and the rank
-    dependencies of its arguments."""
-
-    node: cst.CSTNode
-    statement: cst.CSTNode
-    guards: tuple[Guard, ...]
-    function: cst.FunctionDef | None
-    deps: Deps = frozenset()
-    #: Whether only a job of one process runs it (`if not dist.is_initialized():`).
-    single_process: bool = False
-    #: The loops around it within its function, innermost first.
-    loops: tuple[cst.CSTNode, ...] = ()
-    #: At module level, inside ``if __name__ == "__main__":``.
-    main_block: bool = False
-    #: The ``if`` branches it is in, within its function (`callgraph.branch_path`).
-    path: tuple[tuple[int, int], ...] = ()
-
-
-#: Guard kinds that select ranks (a staggered block runs on every rank).
-SELECTING = frozenset({GuardKind.BRANCH, GuardKind.SHORT_CIRCUIT, GuardKind.LOOP, GuardKind.DECORATOR})
-
 
 class RankAnalysis:
     """Walker analysis: rank dependence and rank guards for one module."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: ModelView) -> None:
         self.ctx = ctx
         self.rank_names = DEFAULT_RANK_NAMES | frozenset(ctx.settings.rank_names)
         self.returns: dict[cst.FunctionDef, set] = defaultdict(set)

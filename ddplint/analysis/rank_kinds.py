@@ -19,7 +19,7 @@ from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
-    from ddplint.engine.context import FileContext
+    from ddplint.analysis.view import ModelView
 
 GLOBAL, LOCAL = "global", "local"
 
@@ -39,7 +39,7 @@ AttributeKinds = dict[str, list[Optional[str]]]
 
 
 def rank_kind(
-    node: cst.BaseExpression, ctx: FileContext, depth: int = 0, consulted: set[str] | None = None
+    node: cst.BaseExpression, ctx: ModelView, depth: int = 0, consulted: set[str] | None = None
 ) -> str | None:
     """`GLOBAL`, `LOCAL`, or None (not a rank, or not known which).
 
@@ -54,7 +54,7 @@ def rank_kind(
 
 
 def _kind(
-    node: cst.BaseExpression, ctx: FileContext, depth: int, attributes: AttributeKinds | None, consulted: set[str] | None
+    node: cst.BaseExpression, ctx: ModelView, depth: int, attributes: AttributeKinds | None, consulted: set[str] | None
 ) -> str | None:
     if depth > _MAX_DEPTH:
         return None
@@ -113,7 +113,7 @@ class RankKinds:
     use answered earlier can be checked against them with `changed`.
     """
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: ModelView) -> None:
         self.ctx = ctx
         self.attributes: AttributeKinds = defaultdict(list)
 
@@ -145,7 +145,7 @@ def _constant(value: cst.BaseExpression) -> bool:
     return isinstance(value, (cst.Integer, cst.SimpleString)) or (isinstance(value, cst.Name) and value.value == "None")
 
 
-def _env_key(node: cst.Subscript, ctx: FileContext) -> str | None:
+def _env_key(node: cst.Subscript, ctx: ModelView) -> str | None:
     if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
         return None
     if "os.environ" not in ctx.qualified_names(node.value):
@@ -161,7 +161,7 @@ def _string(node: cst.CSTNode) -> str | None:
     return node.evaluated_value if isinstance(node, cst.SimpleString) else None
 
 
-def device_index_arguments(call: cst.Call, ctx: FileContext) -> list[cst.BaseExpression]:
+def device_index_arguments(call: cst.Call, ctx: ModelView) -> list[cst.BaseExpression]:
     """The expressions that pick a GPU in a call: `set_device(i)`,
     `x.to(i)`/`x.cuda(i)`, `torch.device("cuda", i)`, `device_ids=[i]`,
     `device_id=i`, and the `{i}` of `f"cuda:{i}"`."""
@@ -192,14 +192,14 @@ def device_index_arguments(call: cst.Call, ctx: FileContext) -> list[cst.BaseExp
     return [_device_index(e, ctx) for e in found]
 
 
-def _dict_value(node: cst.BaseExpression, ctx: FileContext) -> cst.Dict | None:
+def _dict_value(node: cst.BaseExpression, ctx: ModelView) -> cst.Dict | None:
     if isinstance(node, cst.Name):
         values = ctx.values_of(node)
         node = values[0] if len(values) == 1 else node
     return node if isinstance(node, cst.Dict) else None
 
 
-def _device_index(node: cst.BaseExpression, ctx: FileContext) -> cst.BaseExpression:
+def _device_index(node: cst.BaseExpression, ctx: ModelView) -> cst.BaseExpression:
     """The GPU index a device expression holds: `i` of `f"cuda:{i}"` or
     `torch.device("cuda", i)`, also through a name bound to one."""
     if isinstance(node, cst.Name):
@@ -211,7 +211,7 @@ def _device_index(node: cst.BaseExpression, ctx: FileContext) -> cst.BaseExpress
     return _literal_index(node, ctx) or node
 
 
-def _literal_index(node: cst.BaseExpression, ctx: FileContext) -> cst.BaseExpression | None:
+def _literal_index(node: cst.BaseExpression, ctx: ModelView) -> cst.BaseExpression | None:
     if isinstance(node, cst.Call) and ctx.qualified_names(node.func) & {"torch.device"}:
         positional = [a.value for a in node.args if a.keyword is None]
         if len(positional) == 2:

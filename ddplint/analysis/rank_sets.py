@@ -19,16 +19,10 @@ are final.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from ddplint.analysis import catalogue
+from ddplint.analysis.guards import NODE_ZERO, NONZERO, ONE, OTHER, ZERO, RankView, Runs, TestShape, larger, smaller
 from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
-
-if TYPE_CHECKING:
-    from ddplint.analysis.execution import Runs
-    from ddplint.analysis.rank import Deps, RankAnalysis
 
 #: Predicates true on the global rank 0 (or the main process) only.
 MAIN_PREDICATES = catalogue.texts(catalogue.NAME, catalogue.MAIN)
@@ -40,33 +34,10 @@ ONE_RANK_PREDICATES = catalogue.texts(catalogue.NAME, catalogue.ONE)
 _LOCAL_WORDS = ("local", "gpu", "device")
 _MAX_DEPTH = 6
 
-# Leaf kinds: the ranks on which the leaf holds, and those on which it fails.
-ZERO = "zero"  # rank 0 (of the job, or of the node for a local rank)
-NODE_ZERO = "node-zero"
-ONE = "one"  # one rank other than 0
-NONZERO = "nonzero"  # `if rank:`, `rank > 0`
-OTHER = "other"  # data-dependent
-
-
-@dataclass(frozen=True, eq=False)
-class TestShape:
-    """A guard's test as a tree: ``not``/``and``/``or`` over leaves."""
-
-    op: str  # "leaf", "not", "and", "or"
-    children: tuple[TestShape, ...] = ()
-    deps: Deps = frozenset()
-    kind: str = OTHER
-    #: Whether the leaf being true (or false) means a one-process run.
-    single_if_true: bool = False
-    single_if_false: bool = False
-    #: The leaf's expression (after following `is_leader = rank == 0`).
-    node: cst.CSTNode | None = None
-
-
 class ShapeReader:
     """Reads guard tests into `TestShape`s during the walk."""
 
-    def __init__(self, rank: RankAnalysis) -> None:
+    def __init__(self, rank: RankView) -> None:
         self.rank = rank
         #: Shapes of the values assigned to attributes (`self.is_main = rank == 0`), by name.
         self.attributes: dict[str, list[TestShape]] = {}
@@ -155,12 +126,10 @@ class ShapeReader:
 class RankSets:
     """After the walk: the ranks on which a `TestShape` holds (or fails)."""
 
-    def __init__(self, rank: RankAnalysis) -> None:
+    def __init__(self, rank: RankView) -> None:
         self.rank = rank
 
     def evaluate(self, shape: TestShape, truthy: bool) -> Runs:
-        from ddplint.analysis.execution import Runs, larger, smaller
-
         if shape.op == "not":
             return self.evaluate(shape.children[0], not truthy)
         if shape.op == "leaf":
@@ -209,8 +178,6 @@ class RankSets:
 
 
 def _leaf_runs(kind: str, truthy: bool) -> Runs:
-    from ddplint.analysis.execution import Runs
-
     if kind == ZERO:
         return Runs.ONE if truthy else Runs.ALL_BUT_ONE
     if kind == NODE_ZERO:

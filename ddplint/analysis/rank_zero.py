@@ -19,7 +19,7 @@ from ddplint.model import Applicability
 
 if TYPE_CHECKING:
     from ddplint.analysis.rank import Site
-    from ddplint.engine.context import FileContext
+    from ddplint.analysis.semantic import SemanticModel
 
 #: Predicates that are true on the global rank 0 only (a local main process repeats per node).
 MAIN_PREDICATES = frozenset(
@@ -31,7 +31,7 @@ MAIN_PREDICATES = frozenset(
 class RankZeroTests:
     """`if` tests that select rank 0, in source order, with their function."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: SemanticModel) -> None:
         self.ctx = ctx
         #: (function, test, usable anywhere, rank dependence its subject needs).
         self.tests: list[tuple[cst.FunctionDef | None, cst.BaseExpression, bool, object]] = []

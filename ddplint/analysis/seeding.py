@@ -26,7 +26,7 @@ from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
-    from ddplint.engine.context import FileContext
+    from ddplint.analysis.view import ModelView
 
 SEED_FUNCTIONS = frozenset(
     {
@@ -127,7 +127,7 @@ def is_draw(qualnames: frozenset) -> bool:
     return False
 
 
-def seed_call(call: cst.Call, ctx: FileContext) -> bool:
+def seed_call(call: cst.Call, ctx: ModelView) -> bool:
     """Whether `call` seeds the global generators: a library seeder, or a
     conventional seeding helper the module does not define itself."""
     func = call.func

@@ -21,7 +21,7 @@ from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
-    from ddplint.engine.context import FileContext
+    from ddplint.analysis.view import ModelView
 
 #: Calls that answer "is a process group up?" (DETR's helper by name).
 INITIALIZED_CALLS = frozenset({"is_initialized", "is_dist_avail_and_initialized", "is_distributed"})
@@ -40,7 +40,7 @@ class SingleProcessCode:
     """
 
     def __init__(
-        self, ctx: FileContext, is_rank: Callable[[cst.BaseExpression], bool], exit_cache: dict | None = None
+        self, ctx: ModelView, is_rank: Callable[[cst.BaseExpression], bool], exit_cache: dict | None = None
     ) -> None:
         self.ctx = ctx
         self.is_rank = is_rank

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from ddplint import __version__
+from ddplint.version import __version__
 
 COMMANDS = ("check", "clean", "doctor", "rule", "server", "version")
 _TOP_LEVEL_OPTIONS = ("-h", "--help", "--version", "-V")

@@ -15,7 +15,7 @@ from typing import Annotated, Callable, List, NoReturn, Optional
 
 import typer
 
-from ddplint import __version__
+from ddplint.version import __version__
 from ddplint.model import Severity
 from ddplint.reporters import OutputFormat
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from ddplint.model import Severity
 
@@ -41,8 +41,7 @@ class Settings:
         return f"{sorted(self.rules)}|{severity}|{sorted(self.rank_names)}|{self.max_workers_per_rank}|{self.max_file_size}|{self.max_lines}|{self.preview}"
 
     @classmethod
-    def all_rules(cls) -> Settings:
-        """Every registered rule enabled, no overrides."""
-        from ddplint.rule import all_rules
-
-        return cls(rules=frozenset(r.code for r in all_rules()), preview=True)
+    def enabling(cls, codes: Iterable[str]) -> Settings:
+        """These rules enabled, preview on, no overrides (`ddplint.rule.all_rules_settings()`
+        enables every registered rule: settings sit below the rule registry)."""
+        return cls(rules=frozenset(codes), preview=True)

@@ -13,6 +13,7 @@ import dataclasses
 import functools
 
 from ddplint.config.settings import Settings
+from ddplint.rule import all_rules_settings
 from ddplint.engine.findings import make_finding
 from ddplint.engine.prefilter import TextScan, applicable, summary_worthy
 from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast
@@ -30,7 +31,7 @@ __all__ = ["FileResult", "check_bytes", "check_source", "lint_source"]
 
 def lint_source(path: str, text: str, settings: Settings | None = None) -> list[Finding]:
     """The findings for one file's source text (suppressed ones included)."""
-    return list(check_source(path, text, settings or Settings.all_rules()).findings)
+    return list(check_source(path, text, settings or all_rules_settings()).findings)
 
 
 def check_bytes(

@@ -17,7 +17,6 @@ import libcst as cst
 
 from ddplint.analysis.rewrite import ProposedFix
 from ddplint.config.settings import Settings
-from ddplint.engine.context import FileContext, PendingFinding
 from ddplint.engine.findings import make_finding
 from ddplint.engine.fixes import resolve_fix
 from ddplint.engine.positions import comments, resolve_positions, to_span
@@ -28,7 +27,7 @@ from ddplint.project.collector import SummaryCollector
 from ddplint.project.facts import NO_FACTS, FileFacts
 from ddplint.project.summary import ModuleSummary
 from ddplint.result import FileResult
-from ddplint.rule import Rule
+from ddplint.rule import FileContext, PendingFinding, Rule
 
 _DEEP_RECURSION = 10_000
 _TOO_DEEP = "nested too deeply for ddplint's analysis (Python accepts it); not linted"

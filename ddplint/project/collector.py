@@ -23,7 +23,7 @@ from ddplint.lazy import cst
 from ddplint.project.summary import EXTERNAL_ROOTS, Symbol
 
 if TYPE_CHECKING:
-    from ddplint.engine.context import FileContext
+    from ddplint.analysis.semantic import SemanticModel
 
 _PRINT = "builtins.print"
 
@@ -41,7 +41,7 @@ class SummaryCollector:
     without `consulted` (no facts can reach the module), not those.
     """
 
-    def __init__(self, ctx: FileContext, symbols: bool = True, consulted: bool = True) -> None:
+    def __init__(self, ctx: SemanticModel, symbols: bool = True, consulted: bool = True) -> None:
         self.ctx = ctx
         self.symbols_wanted = symbols
         self.consulted_wanted = consulted

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ddplint.model import Finding, Severity
 from ddplint.paths import printable
-from ddplint.reporters import RenderOptions
+from ddplint.reporters.options import RenderOptions
 from ddplint.report import Report
 
 _COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}

@@ -13,7 +13,7 @@ from urllib.parse import unquote
 from ddplint.model import Severity
 from ddplint.paths import project_root, relative_uri
 from ddplint.report import Report
-from ddplint.reporters import RenderOptions, valid_text
+from ddplint.reporters.options import RenderOptions, valid_text
 from ddplint.reporters.fingerprint import fingerprints
 
 _SEVERITY = {Severity.ERROR: "critical", Severity.WARNING: "major", Severity.NOTE: "minor"}

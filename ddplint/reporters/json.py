@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from ddplint.model import Finding, Span
-from ddplint.reporters import RenderOptions, valid_text
+from ddplint.reporters.options import RenderOptions, valid_text
 from ddplint.reporters.fingerprint import fingerprints
 from ddplint.report import Report
 

@@ -29,12 +29,12 @@ from typing import Any
 import sarif_om as om
 from jschema_to_python.to_json import to_json
 
-from ddplint import __version__
+from ddplint.version import __version__
 from ddplint.docs import REPOSITORY, help_uri, rule_markdown
 from ddplint.measured import sarif_precision
 from ddplint.model import Finding, Notice, NoticeLevel, Severity, Span
 from ddplint.paths import project_root, relative_uri
-from ddplint.reporters import RenderOptions, valid_text
+from ddplint.reporters.options import RenderOptions, valid_text
 from ddplint.reporters.fingerprint import fingerprints
 from ddplint.rule import all_rules
 from ddplint.report import Report

@@ -11,7 +11,7 @@ from collections import Counter
 
 from ddplint.model import Applicability, Finding, Severity
 from ddplint.paths import printable
-from ddplint.reporters import RenderOptions
+from ddplint.reporters.options import RenderOptions
 from ddplint.report import Report
 
 _COLORS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.NOTE: "36"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ddplint import __version__
+from ddplint.version import __version__
 from ddplint.runtime.charts import Picture, curve_line, svg_chart
 from ddplint.runtime.check import CheckResult, Status
 from ddplint.runtime.report import DoctorReport, compact_ranks

@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from ddplint import __version__
+from ddplint.version import __version__
 from ddplint.model import NO_PATH, Notice, NoticeLevel
 from ddplint.report import Report
 from ddplint.reporters import OutputFormat, RenderOptions

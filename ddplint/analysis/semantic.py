@@ -1,58 +1,33 @@
-"""What a rule can ask about the file it is linting.
+"""The per-file semantic model: what a rule can ask about the file it lints.
 
-One `FileContext` per file, shared by all rules. Its answers come from the
+One `SemanticModel` per file, shared by all rules. Its answers come from the
 analyses the walker updates as it goes, so they describe the node being
 visited: ask during ``visit_``/``leave_`` (not later), and keep the answer if
-`finish()` needs it.
+`finish()` needs it. The engine's `FileContext` is this model plus the sink
+for findings.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Union
-
-import libcst as cst
+from typing import Iterable
 
 from ddplint.analysis.data import DataAnalysis
 from ddplint.analysis.distributed import DistributedContext, launched_per_rank, runs_per_rank
+from ddplint.analysis.flow import ValueFlow
 from ddplint.analysis.loops import TrainingLoops
 from ddplint.analysis.rank import RankAnalysis
 from ddplint.analysis.rank_kinds import RankKinds
 from ddplint.analysis.scope import QualNames, ScopeTracker
-from ddplint.analysis.values import ValueFlow
 from ddplint.config.settings import Settings
+from ddplint.lazy import cst
 from ddplint.project.facts import NO_FACTS, FileFacts
-from ddplint.model import Fix, Related, Severity, Span
-
-if TYPE_CHECKING:
-    from ddplint.analysis.rewrite import ProposedFix
-    from ddplint.rule import Rule
-
-#: A finding's message, or a function of "where is this node" for messages
-#: that name lines (positions are only known after the walk).
-Message = Union[str, Callable[[Callable[[cst.CSTNode], Span]], str]]
 
 #: The optional analyses a rule can ask for with ``requires``.
 OPTIONAL_ANALYSES = {"rank": RankAnalysis, "loops": TrainingLoops, "data": DataAnalysis, "rank_kinds": RankKinds}
 
 
-@dataclass(frozen=True)
-class PendingFinding:
-    """A finding before positions are known (nodes, not lines)."""
-
-    rule: type[Rule]
-    node: cst.CSTNode
-    statement: cst.CSTNode
-    message: Message
-    #: (node, why) in this file, or a `Related` location in another file.
-    related: tuple[tuple[cst.CSTNode, str] | Related, ...]
-    fix: Fix | ProposedFix | None
-    #: A severity other than the rule's (a variant of the rule); the configured one still wins.
-    severity: Severity | None = None
-
-
-class FileContext:
-    """The shared per-file facts and the sink for findings."""
+class SemanticModel:
+    """The shared per-file facts every rule asks (the engine adds the sink for findings)."""
 
     def __init__(
         self,
@@ -78,7 +53,6 @@ class FileContext:
         self.scopes = ScopeTracker(module)
         self._distributed = DistributedContext(self.scopes)
         self._optional = {name: OPTIONAL_ANALYSES[name](self) for name in sorted(set(requires))}
-        self.pending: list[PendingFinding] = []
         self._flow: ValueFlow | None = None
 
     @property
@@ -171,28 +145,6 @@ class FileContext:
         if distributed.found and runs_per_rank(self.source):
             return True
         return distributed.hf_trainer and launched_per_rank(self.source)
-
-    # ------------------------------------------------------------ reporting
-
-    def report(
-        self,
-        rule: Rule,
-        node: cst.CSTNode,
-        message: Message,
-        *,
-        related: tuple[tuple[cst.CSTNode, str] | Related, ...] = (),
-        fix: Fix | ProposedFix | None = None,
-        statement: cst.CSTNode | None = None,
-        severity: Severity | None = None,
-    ) -> None:
-        """Record a finding; the statement around `node` scopes `# noqa`.
-
-        Rules that report from `finish()` pass the `statement` they saved,
-        since the walker's stack is gone by then.
-        """
-        self.pending.append(
-            PendingFinding(type(rule), node, statement or self.statement(), message, related, fix, severity)
-        )
 
     def statement(self) -> cst.CSTNode:
         """The innermost statement around the node being visited."""

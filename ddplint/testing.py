@@ -1,0 +1,115 @@
+"""Testing ddplint, and rules written for it: a snippet's findings, and what
+the semantic model knows about it with no rule involved.
+
+    from ddplint.testing import lint, model_of
+
+    findings = lint(source, select=["DDP006"])       # [Finding, ...]
+    model = model_of(source)
+    model.runs(12)                                   # Runs.ONE: who runs line 12
+    model.per_rank(7)                                # the value assigned on line 7 differs per rank
+
+`tests/semantic/` holds snippets annotated ``# runs: one`` and
+``# per-rank: yes`` that `tests/test_semantic.py` checks this way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import libcst as cst
+
+from ddplint.analysis.guards import Runs, Site
+from ddplint.analysis.semantic import OPTIONAL_ANALYSES
+from ddplint.config.selection import Selection, resolve
+from ddplint.config.settings import Settings
+from ddplint.engine import check_source
+from ddplint.engine.positions import resolve_positions
+from ddplint.engine.walker import Walker
+from ddplint.model import Finding
+from ddplint.rule import FileContext
+
+__all__ = ["ModelOf", "lint", "model_of"]
+
+
+def lint(source: str, select: Iterable[str] | None = None, path: str = "snippet.py", preview: bool = True) -> list[Finding]:
+    """The findings for `source`: the rules on by default (preview ones too,
+    unless `preview` is False), or exactly the `select`ed codes and prefixes."""
+    layers = (Selection(select=tuple(select)),) if select is not None else ()
+    rules = resolve(layers, preview=preview)
+    settings = Settings(rules=frozenset(rules), preview=preview)
+    return list(check_source(path, source, settings, prefilter=False).findings)
+
+
+@dataclass
+class _Recorder:
+    """Takes the model's view of every statement during the walk."""
+
+    ctx: FileContext
+    sites: dict[cst.CSTNode, Site] = field(default_factory=dict)
+
+    def _record(self, node: cst.CSTNode) -> None:
+        self.sites[node] = self.ctx.rank.site(node)
+
+    visit_SimpleStatementLine = _record
+    visit_If = _record
+    visit_For = _record
+    visit_While = _record
+    visit_With = _record
+    visit_Try = _record
+    visit_FunctionDef = _record
+    visit_ClassDef = _record
+
+
+@dataclass
+class ModelOf:
+    """The semantic model of one snippet after its walk, asked by line."""
+
+    model: FileContext
+    #: The statements starting on each line (a compound statement's header line).
+    statements: dict[int, tuple[cst.CSTNode, Site]]
+
+    def _at(self, line: int) -> tuple[cst.CSTNode, Site]:
+        if line not in self.statements:
+            raise KeyError(f"no statement starts on line {line}")
+        return self.statements[line]
+
+    def runs(self, line: int) -> Runs:
+        """Who runs the statement on `line` in a distributed job."""
+        return self.model.rank.runs(self._at(line)[1])
+
+    def repeated(self, line: int) -> bool:
+        """Whether the statement on `line` runs again and again (a training or epoch loop)."""
+        return self.model.rank.execution.repeated(self._at(line)[1])
+
+    def per_rank(self, line: int) -> bool:
+        """Whether the value on `line` (an assignment's value, a return's, an
+        expression statement's) differs between ranks."""
+        node, _ = self._at(line)
+        body = node.body[0] if isinstance(node, cst.SimpleStatementLine) and node.body else node
+        value = getattr(body, "value", None)
+        if value is None:
+            raise ValueError(f"line {line} holds no value")
+        return self.model.rank.expression_is_rank_dependent(value)
+
+
+def model_of(source: str, path: str = "snippet.py") -> ModelOf:
+    """The model of `source` with every analysis, after the walk (answers are final)."""
+    module = cst.parse_module(source)
+    stack: list[cst.CSTNode] = []
+    settings = Settings(rules=frozenset(), preview=True)
+    ctx = FileContext(path, source, module, settings, stack, requires=OPTIONAL_ANALYSES)
+    recorder = _Recorder(ctx)
+
+    def fail(rule: object, exc: BaseException) -> None:
+        raise exc
+
+    Walker((*ctx.analyses, recorder), (), fail, stack).walk(module)
+    positions = resolve_positions(module)
+    statements: dict[int, tuple[cst.CSTNode, Site]] = {}
+    for node, site in recorder.sites.items():
+        line = positions[node].start.line
+        if isinstance(node, cst.FunctionDef | cst.ClassDef) and node.decorators:
+            line = positions[node.name].start.line  # the `def` line, not the first decorator's
+        statements.setdefault(line, (node, site))
+    return ModelOf(ctx, statements)
