@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ddplint.analysis.calls import bind_arguments
+from ddplint.analysis.calls import bind_arguments, bind_to_function
 from ddplint.analysis.data import BATCH_SAMPLERS, is_dataloader, is_distributed_sampler, loader_arguments
 from ddplint.analysis.names import dotted_name, last_name
 from ddplint.analysis.rewrite import ProposedFix, insert_before
@@ -36,12 +36,16 @@ class _Iteration:
 
 @dataclass(frozen=True, eq=False)
 class _HelperCall:
-    """A call of a module function, with what each argument refers to."""
+    """A call of a module function or method, with what each parameter it
+    binds refers to: (loader/sampler keys, names mentioned) per parameter name."""
 
-    targets: tuple[cst.FunctionDef, ...]
-    arguments: tuple[tuple[str | None, frozenset, frozenset[str]], ...]
+    bound: tuple[tuple[cst.FunctionDef, bool, dict[str, tuple[frozenset, frozenset[str]]]], ...]
     loops: tuple[cst.For, ...]
     function: cst.FunctionDef | None
+
+    @property
+    def targets(self) -> tuple[cst.FunctionDef, ...]:
+        return tuple(target for target, _, _ in self.bound)
 
 
 @dataclass(frozen=True, eq=False)
@@ -197,24 +201,29 @@ class MissingSetEpoch(Rule):
             self.facts.iterations.append(_Iteration(frozenset(keys), params, loops, self.ctx.enclosing_function(), expr))
 
     def _maybe_helper_call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, cst.Name):
-            return
-        targets = tuple(v for v in self.ctx.values_of(node.func) if isinstance(v, cst.FunctionDef))
+        function = self.ctx.enclosing_function()
+        targets = self.ctx.flow.call_targets(node, function)
         if not targets:
             return
-        arguments = tuple(
-            (a.keyword.value if a.keyword else None, frozenset(self._keys(a.value)) | self._sampler_keys(a.value),
-             _names_in(a.value))
-            for a in node.args if not a.star
-        )  # fmt: skip
-        self.facts.calls.append(_HelperCall(targets, arguments, self._loops(), self.ctx.enclosing_function()))
+        described: dict[int, tuple[frozenset, frozenset[str]]] = {}
+        bound = []
+        for target, skip_self in targets:
+            arguments = {}
+            for name, arg in bind_to_function(node, target, skip_self).explicit.items():
+                if id(arg) not in described:
+                    described[id(arg)] = (
+                        frozenset(self._keys(arg.value)) | self._sampler_keys(arg.value), _names_in(arg.value)
+                    )
+                arguments[name] = described[id(arg)]
+            bound.append((target, skip_self, arguments))
+        self.facts.calls.append(_HelperCall(tuple(bound), self._loops(), function))
 
     def _loader_sampler(self, node: cst.Call) -> cst.Call | None:
         args = loader_arguments(node, self.ctx)
         candidates = [args.value("sampler")]
         batch_sampler = args.value("batch_sampler")
-        if isinstance(batch_sampler, cst.Name):
-            batch_sampler = next((v for v in self.ctx.values_of(batch_sampler) if isinstance(v, cst.Call)), None)
+        if batch_sampler is not None and not isinstance(batch_sampler, cst.Call):
+            batch_sampler = next((v for v in self.ctx.origins(batch_sampler) if isinstance(v, cst.Call)), None)
         if isinstance(batch_sampler, cst.Call) and self.ctx.qualified_names(batch_sampler.func) & BATCH_SAMPLERS:
             inner = bind_arguments(batch_sampler, ("sampler", "batch_size", "drop_last")).value("sampler")
             candidates.append(inner)
@@ -236,13 +245,15 @@ class MissingSetEpoch(Rule):
         """("sampler", call) for the DistributedSampler calls `expr` may be."""
         if expr is None:
             return frozenset()
-        values = (expr,) if isinstance(expr, cst.Call) else self.ctx.values_of(expr)
+        values = self.ctx.origins(expr)
         return frozenset(("sampler", v) for v in values if isinstance(v, cst.Call) and is_distributed_sampler(v, self.ctx))
 
     def _keys(self, expr: cst.BaseExpression) -> set:
         """What loaders `expr` may be: ("loader", DataLoader call) or ("builder", function)."""
         keys: set = set()
-        values = (expr,) if isinstance(expr, cst.Call) else self.ctx.values_of(expr)
+        direct = (expr,) if isinstance(expr, cst.Call) else self.ctx.values_of(expr)
+        # the values followed through parameters, attributes and returns too (`self.train_loader`)
+        values = {id(v): v for v in (*direct, *self.ctx.origins(expr))}.values()
         for value in values:
             if not isinstance(value, cst.Call):
                 continue
@@ -255,9 +266,10 @@ class MissingSetEpoch(Rule):
     def _receiver(self, receiver: cst.BaseExpression) -> tuple[frozenset, frozenset[str]]:
         """What a `set_epoch` receiver is: the sampler itself, or a loader's sampler."""
         base = receiver
+        keys = set(self._sampler_keys(base))  # `self.sampler` may be the sampler itself
         while isinstance(base, cst.Attribute) and base.attr.value in ("sampler", "batch_sampler"):
             base = base.value
-        keys = set(self._keys(base)) | set(self._sampler_keys(base))
+        keys |= set(self._keys(base)) | set(self._sampler_keys(base))
         return frozenset(keys), self._params_in(base)
 
     def _params_in(self, expr: cst.BaseExpression) -> frozenset[str]:
@@ -309,11 +321,9 @@ class MissingSetEpoch(Rule):
         each place the loader is iterated (a helper's parameter: None)."""
         found = [(it.loops, it.function, it.expr if it.keys & keys else None) for it in self.facts.iterations if it.keys & keys]
         for call in self.facts.calls:
-            for target in call.targets:
-                params = _parameters(target)
-                for index, (keyword, arg_keys, _) in enumerate(call.arguments):
-                    name = keyword or (params[index] if index < len(params) else None)
-                    if name is not None and arg_keys & keys and any(
+            for target, _, arguments in call.bound:
+                for name, (arg_keys, _) in arguments.items():
+                    if arg_keys & keys and any(
                         name in it.params and it.function is target for it in self.facts.iterations
                     ):
                         found.append((call.loops, call.function, None))
@@ -335,18 +345,18 @@ class MissingSetEpoch(Rule):
         return False
 
     def _helper_sets_epoch(self, call: _HelperCall, refers: frozenset, targets: frozenset[str]) -> bool:
-        for target in call.targets:
-            params = _parameters(target)
-            given: dict[str, tuple[frozenset, frozenset[str]]] = {}
-            for index, (keyword, arg_keys, names) in enumerate(call.arguments):
-                name = keyword or (params[index] if index < len(params) else None)
-                if name is not None:
-                    given[name] = (arg_keys, names)
+        nothing = (frozenset(), frozenset())
+        for target, skip_self, given in call.bound:
+            params = frozenset(_parameters(target)[1 if skip_self else 0 :])  # not `self`
             for record in self.facts.set_epochs:
                 if record.function is not target:
                     continue
-                receiver_ok = any(given.get(p, (frozenset(), frozenset()))[0] & refers for p in record.params)
-                epoch_ok = any(given.get(p, (frozenset(), frozenset()))[1] & targets for p in record.mentions)
+                # the receiver is a parameter given the sampler, or resolves to it itself (`self.sampler`)
+                receiver_ok = bool(record.keys & refers) or any(given.get(p, nothing)[0] & refers for p in record.params)
+                # the epoch is a parameter given the loop variable, or state of the object (`self.epoch`)
+                epoch_ok = any(given.get(p, nothing)[1] & targets for p in record.mentions) or bool(
+                    record.mentions and not record.mentions & params
+                )
                 if receiver_ok and epoch_ok:
                     return True
         return False
@@ -405,7 +415,8 @@ def _calls_set_epoch(loop: cst.For) -> bool:
 
 
 def _parameters(function: cst.FunctionDef) -> list[str]:
-    return [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    params = function.params
+    return [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
 
 
 def _names_in(node: cst.CSTNode) -> frozenset[str]:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from ddplint.analysis.catalogue import FRAME_ARRAYS, FRAME_INDEXERS, LIST_GROWERS, PANDAS_FRAMES, TEXT_COLUMN_WORDS
+from ddplint.analysis.hierarchy import class_methods
 from ddplint.analysis.data import (
     appended_attributes,
     appended_in_loops,
     attribute_uses,
     local_values,
-    methods,
     reachable_methods,
     self_assignments,
 )
@@ -113,8 +113,10 @@ class DatasetHoldsPythonObjects(Rule):
         self.found: list[tuple[cst.ClassDef, str, cst.CSTNode]] = []
 
     def finish(self) -> None:
+        reported: set[int] = set()
         for classdef, attr, statement in self.found:
-            if self.ctx.data.kind(classdef) == "map":
+            if self.ctx.data.kind(classdef) == "map" and id(statement) not in reported:
+                reported.add(id(statement))
                 self.report(
                     statement,
                     f"`self.{attr}` holds a Python container of objects that `__getitem__` indexes: each "
@@ -125,17 +127,17 @@ class DatasetHoldsPythonObjects(Rule):
                 )
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        table = methods(node)
+        table = class_methods(node, self.ctx.values_of)  # through the module base classes
         init = table.get("__init__")
         if init is None or "__getitem__" not in table:
             return
         indexed: set[str] = set()
         rows: set[str] = set()  # `self.df.iloc[idx]`, `self.df["path"][idx]`
-        for method in reachable_methods(node, "__getitem__"):
+        for method in reachable_methods(node, "__getitem__", table=table):
             indexed |= attribute_uses(method)[0]
             rows |= _frame_rows(method)
         locals_ = local_values(init)
-        builders = reachable_methods(node, "__init__")
+        builders = reachable_methods(node, "__init__", table=table)
         filled = set().union(*(appended_attributes(m) for m in builders))
         filled |= {name for m in builders for name in self._grown(m, _self_name, local_values(m))}
         grown = self._grown(init, lambda n: n.value if isinstance(n, cst.Name) else None, locals_)
@@ -144,7 +146,7 @@ class DatasetHoldsPythonObjects(Rule):
                 self.found.append((node, attr, statement))
             elif attr not in indexed:
                 continue
-            elif self._python_container(value, locals_, 0) or (attr in filled and _empty_list(value)):
+            elif self._python_container(value, locals_, 0, init) or (attr in filled and _empty_list(value)):
                 self.found.append((node, attr, statement))
             elif isinstance(value, cst.Name) and value.value in grown:
                 self.found.append((node, attr, statement))
@@ -200,7 +202,9 @@ class DatasetHoldsPythonObjects(Rule):
             return False  # `df.label.values`: which column holds text is not known
         return self._frame(source, locals_, depth + 1)
 
-    def _python_container(self, value: cst.BaseExpression, locals_: dict, depth: int) -> bool:
+    def _python_container(
+        self, value: cst.BaseExpression, locals_: dict, depth: int, function: cst.FunctionDef | None = None
+    ) -> bool:
         if depth > 6:
             return False
         if isinstance(value, cst.DictComp) and _index_table(value):
@@ -208,6 +212,8 @@ class DatasetHoldsPythonObjects(Rule):
         if isinstance(value, (cst.ListComp, cst.DictComp, cst.SetComp)):
             return True
         if isinstance(value, cst.Name):
+            if value.value not in locals_ and function is not None:
+                return self._given_container(value, function, depth)
             return any(self._python_container(v, locals_, depth + 1) for v in locals_.get(value.value, ()))
         if self._frame_array(value, locals_, depth):
             return True
@@ -220,9 +226,9 @@ class DatasetHoldsPythonObjects(Rule):
                 or self._file_like(value.args[0].value, locals_)
                 or self._tuples(value.args[0].value)
             )
-        helper = self._module_function(value.func)
-        if helper is not None:
-            return self._returns_container(helper, depth)
+        helpers = self._helpers(value, function)
+        if helpers:
+            return all(self._returns_container(helper, depth) for helper in helpers)
         if names & (PYTHON_CONTAINER_CALLS - {"builtins.open", "csv.reader", "csv.DictReader"}):
             return True
         return isinstance(value.func, cst.Attribute) and last_name(value.func) in PYTHON_CONTAINER_METHODS
@@ -230,12 +236,24 @@ class DatasetHoldsPythonObjects(Rule):
     def _tuples(self, value: cst.BaseExpression) -> bool:
         return isinstance(value, cst.Call) and bool(self.ctx.qualified_names(value.func) & TUPLE_ITERATORS)
 
-    def _module_function(self, func: cst.BaseExpression) -> cst.FunctionDef | None:
-        """A function of this module the call runs (`make_dataset(root)`)."""
-        if isinstance(func, cst.Name):
-            found = [v for v in self.ctx.values_of(func) if isinstance(v, cst.FunctionDef)]
-            return found[0] if len(found) == 1 else None
-        return None
+    def _helpers(self, call: cst.Call, function: cst.FunctionDef | None) -> list[cst.FunctionDef]:
+        """The module functions or methods the call runs (`make_dataset(root)`,
+        `self._read()`); none for constructors."""
+        targets = self.ctx.flow.call_targets(call, function)
+        if any(skip and t.name.value == "__init__" for t, skip in targets):
+            return []
+        return [t for t, _ in targets]
+
+    def _given_container(self, name: cst.Name, function: cst.FunctionDef, depth: int) -> bool:
+        """A parameter of `__init__` that every call site gives a Python container
+        (`Records(json.load(f))`); disagreeing or unknown call sites: no."""
+        param = self.ctx.flow.parameter(function, name.value)
+        if param is None:
+            return False
+        values = self.ctx.flow.parameter_values(param)
+        return bool(values) and all(
+            isinstance(v, cst.BaseExpression) and self._python_container(v, {}, depth + 1) for v in values
+        )
 
     def _returns_container(self, function: cst.FunctionDef, depth: int) -> bool:
         """Whether the helper returns a list it builds from data (torchvision's

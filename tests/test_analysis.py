@@ -137,6 +137,85 @@ def test_literal_values(source: str, expected) -> None:
     assert probe.seen == [expected]
 
 
+class _OriginsProbe:
+    """Records what `ctx.origins` says each `probe(expr)` argument may hold, as code."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx, self.seen = ctx, []
+
+    def visit_Call(self, node) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "probe":
+            origins = self.ctx.origins(node.args[0].value)
+            self.seen.append(sorted(self.ctx.module.code_for_node(o).strip(", ") for o in origins))
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # a method's parameter: the argument after the `self` offset, by position or keyword
+        (
+            "class T:\n    def run(self, a, b=None):\n        probe(b)\n"
+            "    def fit(self):\n        loader = Loader()\n        self.run(1, loader)\n        self.run(2, b=Other())\n",
+            ["Loader()", "Other()"],
+        ),
+        # a default where a call site leaves the parameter out
+        ("def f(x, flag=True):\n    probe(flag)\nf(1)\nf(2, flag=False)\n", ["False", "True"]),
+        # a constructor's argument reaches `__init__`
+        ("class D:\n    def __init__(self, items):\n        probe(items)\nD(json.load(f))\n", ["json.load(f)"]),
+        # no visible caller, `*args`, or a function passed as a value: the parameter itself
+        ("def f(x):\n    probe(x)\n", ["x"]),
+        ("def f(x):\n    probe(x)\nf(*args)\n", ["x"]),
+        ("def f(x):\n    probe(x)\nf(1)\nrun(f)\n", ["x"]),
+        # `self.x` assigned in any method, and `obj.x` for an object of a module class
+        (
+            "class R:\n    def __init__(self, ds):\n        self.loader = DataLoader(ds)\n"
+            "    def run(self):\n        probe(self.loader)\n",
+            ["DataLoader(ds)"],
+        ),
+        (
+            "class R:\n    def __init__(self):\n        self.loader = DataLoader(ds)\n"
+            "def main():\n    r = R()\n    probe(r.loader)\n",
+            ["DataLoader(ds)"],
+        ),
+        # a helper's (or a method's) return values, every branch
+        (
+            "def pick(d):\n    if d:\n        return DistributedSampler(x)\n    return RandomSampler(x)\n"
+            "def main():\n    probe(pick(True))\n",
+            ["DistributedSampler(x)", "RandomSampler(x)"],
+        ),
+        (
+            "class B:\n    def __init__(self):\n        probe(self._read())\n"
+            "    def _read(self):\n        rows = json.load(f)\n        return [r for r in rows]\n",
+            ["[r for r in rows]"],
+        ),
+        # a base class's method calling `self.get` reaches the subclass's override and its attributes
+        (
+            "class Base:\n    def item(self, i):\n        probe(self.get(i))\n"
+            "class Sub(Base):\n    def __init__(self):\n        self.rows = pickle.load(f)\n"
+            "    def get(self, i):\n        return self.rows\n",
+            ["pickle.load(f)"],
+        ),
+    ],
+)
+def test_value_origins(source: str, expected) -> None:
+    _, (probe,) = walk(source, _OriginsProbe)
+    assert probe.seen == [expected]
+
+
+@pytest.mark.parametrize(
+    ("calls", "expected"),
+    [
+        ("f(True)\nf(shuffle=True)", True),  # every call site agrees
+        ("f(True)\nf(False)", None),  # disagreement stays unknown
+        ("f(True)\nf(flag)", None),  # an unknown argument
+        ("f()", False),  # the default
+    ],
+)
+def test_truthiness_follows_parameters(calls: str, expected) -> None:
+    _, (probe,) = walk(f"def f(shuffle=False):\n    probe(shuffle)\n{calls}\n", _ValueProbe)
+    assert probe.seen[0][0] is expected
+
+
 class _ReceiverProbe:
     """Records `framework_types` of the receiver of each `x.probe()` call."""
 

@@ -52,3 +52,27 @@ def bind_to(call: cst.Call, function: cst.FunctionDef) -> BoundArguments:
     if isinstance(call.func, cst.Attribute) and positional[:1] in (("self",), ("cls",)):
         positional = positional[1:]
     return bind_arguments(call, positional)
+def positional_parameters(function: cst.FunctionDef | cst.Lambda) -> tuple[str, ...]:
+    """The names a call can fill by position, in order."""
+    params = function.params
+    return tuple(p.name.value for p in (*params.posonly_params, *params.params))
+
+
+def bind_to_function(call: cst.Call, function: cst.FunctionDef, skip_self: bool) -> BoundArguments:
+    """Bind `call`'s arguments to `function`'s parameters. `skip_self` for a
+    method called on an instance (``self.step(x)``, ``obj.step(x)``) or a
+    class called to construct one (``Cls(x)`` → ``__init__(self, x)``): the
+    first parameter is the receiver, not an argument."""
+    positional = positional_parameters(function)
+    if skip_self:
+        positional = positional[1:]
+    return bind_arguments(call, positional)
+
+
+def parameter_default(function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
+    """The default expression of `function`'s parameter `name`, if it has one."""
+    params = function.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value == name:
+            return param.default
+    return None

@@ -67,3 +67,4 @@ def _bases(classdef: cst.ClassDef, ctx: ModelView) -> Iterator[cst.BaseExpressio
                 continue
             yield base.value
             todo.extend(v for v in ctx.values_of(base.value) if isinstance(v, cst.ClassDef))
+

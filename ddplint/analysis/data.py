@@ -163,9 +163,14 @@ def called_methods(function: cst.FunctionDef) -> set[str]:
     }
 
 
-def reachable_methods(classdef: cst.ClassDef, *entries: str) -> list[cst.FunctionDef]:
-    """The entry methods and every method they call through ``self.``, transitively."""
-    table = methods(classdef)
+def reachable_methods(
+    classdef: cst.ClassDef, *entries: str, table: dict[str, cst.FunctionDef] | None = None
+) -> list[cst.FunctionDef]:
+    """The entry methods and every method they call through ``self.``, transitively.
+    `table` is the instance's methods through its class hierarchy (`classes.class_methods`):
+    a base's `__getitem__` calling ``self.get_info`` reaches the subclass's override."""
+    if table is None:
+        table = methods(classdef)
     found: list[cst.FunctionDef] = []
     todo = [name for name in entries if name in table]
     seen: set[str] = set()
@@ -335,9 +340,13 @@ class DataAnalysis:
             from ddplint.analysis.classes import class_of_instance
 
             dataset = loader_arguments(node, self.ctx).value("dataset")
-            classdef = class_of_instance(dataset, self.ctx) if dataset is not None else None
-            if classdef is not None:
-                self._loaded.add(id(classdef))
+            if dataset is None:
+                return
+            # the dataset may come through a parameter, an attribute or a helper's return
+            for value in {id(v): v for v in (dataset, *self.ctx.origins(dataset))}.values():
+                classdef = class_of_instance(value, self.ctx)
+                if classdef is not None:
+                    self._loaded.add(id(classdef))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._kinds[id(node)] = dataset_kind(node, self.ctx)

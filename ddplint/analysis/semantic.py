@@ -13,6 +13,7 @@ from typing import Iterable
 
 from ddplint.analysis.data import DataAnalysis
 from ddplint.analysis.distributed import DistributedContext, launched_per_rank, runs_per_rank
+from ddplint.analysis.flow import ValueFlow
 from ddplint.analysis.loops import TrainingLoops
 from ddplint.analysis.rank import RankAnalysis
 from ddplint.analysis.rank_kinds import RankKinds
@@ -52,6 +53,7 @@ class SemanticModel:
         self.scopes = ScopeTracker(module)
         self._distributed = DistributedContext(self.scopes)
         self._optional = {name: OPTIONAL_ANALYSES[name](self) for name in sorted(set(requires))}
+        self._flow: ValueFlow | None = None
 
     @property
     def analyses(self) -> tuple[object, ...]:
@@ -106,6 +108,28 @@ class SemanticModel:
     def values_of(self, node: cst.BaseExpression) -> tuple[cst.CSTNode, ...]:
         """The expressions a Name may hold here (empty when unknown)."""
         return self.scopes.values_of(node)
+
+    @property
+    def flow(self) -> ValueFlow:
+        """Values followed across the module's functions and classes (built on first use)."""
+        if self._flow is None:
+            self._flow = ValueFlow(self.module, self.scopes.final_module_names)
+        return self._flow
+
+    def origins(self, node: cst.BaseExpression) -> tuple[cst.CSTNode, ...]:
+        """What `node` may hold here, followed through parameters (the arguments
+        at every call site), attributes (what any method assigns) and returns of
+        module functions and methods; `values_of`'s bindings first where it
+        knows them. Nodes that cannot be followed stand for themselves."""
+        function = self.enclosing_function()
+        values = self.scopes.values_of(node) if isinstance(node, cst.Name) else ()
+        if not values:
+            return self.flow.origins(node, function)
+        found: dict[int, cst.CSTNode] = {}
+        for value in values:
+            for origin in self.flow.origins(value, function):
+                found[id(origin)] = origin
+        return tuple(found.values())
 
     @property
     def one_process_group(self) -> bool:

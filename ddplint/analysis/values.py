@@ -2,7 +2,11 @@
 
 Every function answers `None` for "not certain"; rules flag only on
 certain answers. Names are followed through their bindings in the current
-scope (see `ScopeTracker.values_of`) when every binding agrees.
+scope (see `ScopeTracker.values_of`) when every binding agrees, and
+parameters to what every call site of their function passes.
+
+The module-wide value service (`flow.ValueFlow`, asked as `model.origins`)
+follows values across the module's functions, methods and classes.
 """
 
 from __future__ import annotations
@@ -32,6 +36,11 @@ def _through_names(
         if len(answers) == 1:
             return answers.pop()
         return None
+    if isinstance(node, cst.Param):
+        # what every call site of the function passes (or leaves to the default);
+        # a call the module cannot see leaves the parameter itself: no answer
+        answers = {literal(v) for v in ctx.flow.parameter_values(node)}
+        return answers.pop() if len(answers) == 1 else None
     return literal(node)
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     import libcst as cst
 
+    from ddplint.analysis.flow import ValueFlow
     from ddplint.analysis.scope import QualNames, ScopeTracker
     from ddplint.config.settings import Settings
     from ddplint.project.facts import FileFacts
@@ -43,5 +44,10 @@ class ModelView(Protocol):
     def qualified_name(self, node: cst.BaseExpression) -> str | None: ...
 
     def values_of(self, node: cst.BaseExpression) -> tuple[cst.CSTNode, ...]: ...
+
+    @property
+    def flow(self) -> ValueFlow: ...
+
+    def origins(self, node: cst.BaseExpression) -> tuple[cst.CSTNode, ...]: ...
 
     def statement(self) -> cst.CSTNode: ...
