@@ -181,7 +181,12 @@ class RankAnalysis:
         loops = enclosing_loops(stack)
         if not loops:
             return
-        inner = [g for g in self.guards()[0] if g.kind is GuardKind.BRANCH]
+        # Ranks sent away by an earlier `break`/`return` have left already; those
+        # sent on by `continue` stay in the loop, and only the rest take this exit.
+        inner = [
+            g for g in self.guards()[0]
+            if g.kind is GuardKind.BRANCH and (g.exit is None or isinstance(g.exit, cst.Continue))
+        ]  # fmt: skip
         if not inner:
             return
         for loop in loops if leaves_function else loops[:1]:
@@ -221,8 +226,10 @@ class RankAnalysis:
             # performs the loop's collectives (rank 0 sends "stop" and leaves) balances it.
             owner = innermost.owner if simple else loop
             deps = frozenset().union(*(g.deps for g in ranked))
-            test = ranked[0].test
-            guard = Guard(GuardKind.BRANCH, owner, deps, test, test, 1, 2, innermost.scope, exit=exit_node, loop=loop)
+            anchor = test = ranked[0].test
+            if ranked[0].branch:  # the exit is where the test fails: `if rank != 0: continue` ... `break`
+                test = cst.UnaryOperation(cst.Not(), test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
+            guard = Guard(GuardKind.BRANCH, owner, deps, test, anchor, 1, 2, innermost.scope, exit=exit_node, loop=loop)
         self._carried[key] = guard
         return guard
 
