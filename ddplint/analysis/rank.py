@@ -29,7 +29,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ddplint.analysis import catalogue
-from ddplint.analysis.blocks import early_exits, last_statement, nested_exits
+from ddplint.analysis.blocks import LEAVING_CALLS, early_exits, last_statement, nested_exits
 from ddplint.analysis.callgraph import CallGraph, Reference, branch_path, enclosing_loops, in_main_block
 from ddplint.analysis.execution import ExecutionModel
 from ddplint.analysis.guards import DIRECT, SELECTING, Deps, Guard, GuardKind, Runs, Site, TestShape
@@ -54,7 +54,6 @@ STAGGERED_METHODS = catalogue.texts(catalogue.CONTEXT)
 #: Function names that return a rank whichever module defines them.
 RANK_CALL_NAMES = catalogue.texts(catalogue.CALL)
 
-_LEAVING_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 _ENV_GETTERS = frozenset({"os.environ.get", "os.getenv"})
 #: Collectives after which their first argument holds the same value on every rank.
 _SYNCHRONISING = frozenset({"broadcast_object_list", "broadcast", "all_reduce", "all_gather_object", "all_gather"})
@@ -153,7 +152,7 @@ class RankAnalysis:
 
     def visit_Call(self, node: cst.Call) -> None:
         self.graph.visit_Call(node)
-        if dotted_name(node.func) in _LEAVING_CALLS:
+        if dotted_name(node.func) in LEAVING_CALLS:
             self._note_exit(node, leaves_function=True)
         if last_name(node.func) in _SYNCHRONISING and node.args and isinstance(node.args[0].value, cst.Name):
             # `dist.broadcast_object_list(stop, src=0)`: from here on every rank holds the same `stop`.
