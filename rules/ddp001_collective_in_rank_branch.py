@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from ddplint.analysis.catalogue import FRAMEWORK_COLLECTIVES, RANK_TEXT
@@ -12,6 +12,9 @@ from ddplint.analysis.collectives import (
     COLLECTIVE_FUNCTIONS,
     HOROVOD_COLLECTIVES,
     MPI_COLLECTIVES,
+    Balance,
+    CollectiveChains,
+    Performer,
     WrappedModel,
     backend_dependence,
     collective_name,
@@ -23,8 +26,8 @@ from ddplint.analysis.collectives import (
     wrapper_of,
 )
 from ddplint.analysis.calls import bind_to
-from ddplint.analysis.rank import Guard, GuardKind, excludes, polarity
-from ddplint.analysis.rank_sets import RankSets
+from ddplint.analysis.callgraph import enclosing_loops
+from ddplint.analysis.rank import Guard, GuardKind, excludes
 from ddplint.lazy import cst
 from ddplint.analysis.names import last_name
 from ddplint.model import Related, Severity, Span
@@ -56,12 +59,12 @@ class _Site:
     order: int = 0
     #: An enclosing `if` whose test reads per-process state (a file, the clock): (test, what).
     varying: tuple | None = None
+    #: The loops around it within its function, innermost first (loop-carried exits).
+    loops: tuple[cst.CSTNode, ...] = ()
     #: For calls of module functions: the wrapped models passed, by argument index.
     models: tuple[tuple[int, WrappedModel], ...] = ()
     #: Inside ``torch.no_grad()`` (so is the callee's body).
     no_grad: bool = False
-    #: A call of a parameter of its function (``net(x)`` in ``def score(net, ...)``).
-    forwards: str | None = None
 
 
 class CollectiveInRankBranch(Rule):
@@ -211,8 +214,6 @@ class CollectiveInRankBranch(Rule):
         self.backend_dependent: dict[str, tuple[str, str, str]] = {}
         #: Functions -> (parameter, under no_grad, shown) of each call of a parameter in their body.
         self.forwards: dict[cst.FunctionDef, list[tuple[str, bool, str]]] = defaultdict(list)
-        #: Helpers whose every collective runs under ``if <parameter>:`` -> that parameter.
-        self.switches: dict[cst.FunctionDef, str] = {}
 
     # ------------------------------------------------------------ collection
 
@@ -254,6 +255,7 @@ class CollectiveInRankBranch(Rule):
         extra["lazy"] = in_lazy_initialization(ctx.stack)
         extra["order"] = len(self.sites)
         extra["varying"] = self._varying_condition()
+        extra["loops"] = enclosing_loops(ctx.stack)
         extra["no_grad"] = under_no_grad(ctx.stack, ctx)
         self.sites.append(_Site(node, shown, inner, outer, ctx.enclosing_function(), ctx.statement(), **extra))
 
@@ -322,16 +324,18 @@ class CollectiveInRankBranch(Rule):
     # ------------------------------------------------------------ decision
 
     def finish(self) -> None:
-        chains = self._collective_functions()
-        effective = [(site, chain) for site in self.sites if (chain := self._chain(site, chains))]
-        sequences: dict[tuple[int, int], list[str]] = defaultdict(list)
-        owners: dict[int, Guard] = {}
-        for site, chain in effective:
-            for guard in (*site.guards, *site.outer):
-                sequences[(id(guard.owner), guard.branch)].append(chain[-1])
-                owners.setdefault(id(guard.owner), guard)
-        balance = _Balance(sequences, owners, RankSets(self.ctx.rank))
         rank = self.ctx.rank
+        # A rank-dependent `break`/`return` in a loop guards its next iteration.
+        self.sites = [
+            replace(site, guards=site.guards + carried) if (carried := rank.carried_exits(site.loops, site.guards)) else site
+            for site in self.sites
+        ]  # fmt: skip
+        performers = [self._performer(site) for site in self.sites]
+        solved = CollectiveChains(performers, rank, rank.graph.bound)
+        effective = [
+            (site, chain) for site, p in zip(self.sites, performers) if (chain := solved.chain(p) or self._forwarded(site))
+        ]  # fmt: skip
+        balance = Balance.of((((*site.guards, *site.outer), chain[-1]) for site, chain in effective), rank)
         for site, chain in effective:
             backend = self.backend_dependent.get(chain[-1])
             if site.varying is not None and not rank.selects_ranks(site.guards):
@@ -374,13 +378,12 @@ class CollectiveInRankBranch(Rule):
         backward before ``model = DDP(model)`` all-reduces nothing."""
         return any(function is not site.function or order < site.order for function, order in self.ddp_wraps)
 
-    def _chain(self, site: _Site, chains: dict) -> tuple[str, ...] | None:
-        """What the site does collectively, as (call, ..., collective), or None."""
-        if not (site.targets or site.method):
-            return self._direct(site)
-        for target in self._targets(site):
-            if target in chains and not self._switched_off(site.node, target):
-                return (site.shown, *chains[target])
+    def _performer(self, site: _Site) -> Performer:
+        direct = None if site.targets or site.method else self._direct(site)
+        return Performer(site.node, site.function, site.guards, site.shown, direct, self._targets(site), site.lazy)
+
+    def _forwarded(self, site: _Site) -> tuple[str, ...] | None:
+        """A call passing a wrapped model to a helper that calls it: (call, that forward)."""
         for target in self._targets(site):
             forward = self._forward(site, target)
             if forward is not None:
@@ -403,65 +406,10 @@ class CollectiveInRankBranch(Rule):
                     return forward
         return None
 
-    def _switched_off(self, call: cst.Call, target: cst.FunctionDef) -> bool:
-        """OLMo's `save_state_dict(..., synchronize=False)`: the call turns off
-        the parameter under which every collective of the helper runs."""
-        switch = self.switches.get(target)
-        return switch is not None and any(
-            a.keyword is not None and a.keyword.value == switch and _is_false(a.value) for a in call.args
-        )
-
     def _targets(self, site: _Site) -> tuple[cst.FunctionDef, ...]:
         if site.method is not None:
             return tuple(self.ctx.rank.functions.get(site.method, ()))
         return site.targets
-
-    def _collective_functions(self) -> dict:
-        """Functions of the module that perform a collective on every call -> the call chain.
-
-        A collective under a rank guard of its own function (the zero-first
-        context manager, ``if local_rank != -1: barrier()``) is judged where
-        it is; whether a call performs it depends on the arguments, so the
-        function's callers are not flagged for it.
-        """
-        self.switches = {}
-        chains = self._chains()
-        self.switches = self._switches(chains)
-        return self._chains() if self.switches else chains
-
-    def _chains(self) -> dict:
-        chains: dict = {}
-        rank = self.ctx.rank
-        for site in self.sites:
-            direct = self._direct(site)
-            if site.function is not None and direct is not None and not site.lazy and not rank.selects_ranks(site.guards):
-                chains.setdefault(site.function, direct)
-        changed = True
-        while changed:
-            changed = False
-            for site in self.sites:
-                if site.function is None or site.function in chains or site.lazy or rank.selects_ranks(site.guards):
-                    continue
-                chain = self._chain(site, chains)
-                if chain is not None:
-                    chains[site.function] = chain
-                    changed = True
-        return chains
-
-    def _switches(self, chains: dict) -> dict:
-        """Helpers whose every collective runs under ``if <parameter>:``."""
-        rank = self.ctx.rank
-        found: dict = {}
-        for site in self.sites:
-            if site.function not in chains or site.lazy or rank.selects_ranks(site.guards):
-                continue
-            if self._chain(site, chains) is None:
-                continue
-            switch = _parameter_switch(site)
-            if found.get(site.function, switch) != switch:
-                switch = None  # collectives under different switches (or none): always on
-            found[site.function] = switch
-        return {f: p for f, p in found.items() if p is not None}
 
     def _report_varying(self, site: _Site, chain: tuple[str, ...]) -> None:
         test, what = site.varying  # type: ignore[misc]
@@ -520,66 +468,6 @@ def _correlated(exit_guard: Guard, guards: tuple[Guard, ...]) -> bool:
     )  # fmt: skip
 
 
-def _parameter_switch(site: _Site) -> str | None:
-    """The parameter a collective's own ``if <param>:`` tests, if any
-    (``if synchronize: barrier()``)."""
-    function = site.function
-    if function is None:
-        return None
-    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)}
-    for guard in site.guards:
-        if guard.kind is GuardKind.BRANCH and guard.branch == 0 and isinstance(guard.test, cst.Name):
-            return guard.test.value if guard.test.value in params else None
-    return None
-
-
-def _is_false(node: cst.BaseExpression) -> bool:
-    return isinstance(node, cst.Name) and node.value in ("False", "None")
-
-
-@dataclass(frozen=True)
-class _Balance:
-    """Whether every rank enters a guard's collectives equally often."""
-
-    sequences: dict[tuple[int, int], list[str]]
-    owners: dict[int, Guard]
-    sets: RankSets
-
-    def branches(self, guard: Guard) -> list[list[str]]:
-        return [self.sequences.get((id(guard.owner), b), []) for b in range(guard.branches)]
-
-    def balanced(self, guard: Guard) -> bool:
-        if guard.kind is not GuardKind.BRANCH:
-            return False
-        branches = self.branches(guard)
-        return all(b == branches[0] for b in branches) or self._has_complement(guard, branches)
-
-    def _polarity(self, guard: Guard) -> tuple[str, bool] | None:
-        """(subject, positive) of the guard's rank test, through an alias
-        (`is_leader = rank == 0`) and past conjuncts the same on every rank."""
-        if guard.shape is not None:
-            leaf = self.sets.rank_leaf(guard.shape)
-            if leaf is not None:
-                inner = polarity(leaf[0])  # type: ignore[arg-type]
-                if inner is not None:
-                    return inner[0], inner[1] == leaf[1]
-        return polarity(guard.test)
-
-    def _has_complement(self, guard: Guard, branches: list[list[str]]) -> bool:
-        """The zero-first idiom: `if rank != 0: barrier()` ... `if rank == 0: barrier()`."""
-        mine = self._polarity(guard)
-        if guard.branches != 2 or branches[1] or mine is None:
-            return False
-        for other in self.owners.values():
-            if other.owner is guard.owner or other.scope is not guard.scope or other.branches != 2:
-                continue
-            theirs = self._polarity(other) if other.kind is GuardKind.BRANCH else None
-            if theirs is not None and theirs[0] == mine[0] and theirs[1] != mine[1]:
-                if self.branches(other) == [branches[0], []]:
-                    return True
-        return False
-
-
 def _helper_location(fact: Fact | None) -> tuple[Related, ...]:
     """The definition of an imported helper, in its own file."""
     if fact is None:
@@ -611,6 +499,12 @@ def _message(shown: str, guard: Guard, test: str, exit_code: str | None) -> Call
             return f"{shown} is inside `while {test}:` (line {line}), which ranks repeat a different number of times; the collectives cannot match"
         if guard.kind is GuardKind.SHORT_CIRCUIT:
             return f"{shown} runs only on ranks where `{test}` lets the boolean expression continue (line {line}){hang}"
+        if guard.loop is not None and guard.exit is not None:
+            return (
+                f"{shown} runs in every pass of the loop (line {span_of(guard.loop).line}), but ranks where `{test}` "
+                f"leave it at `{exit_code}` (line {span_of(guard.exit).line}); the ranks that stay enter it in the "
+                "next pass and wait for them forever; decide to stop on every rank (all-reduce or broadcast the condition)"
+            )
         if exit_code is not None and guard.nested:
             return (
                 f"{shown} is reached only on ranks that do not leave at `{exit_code}` (line "

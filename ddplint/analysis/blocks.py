@@ -61,7 +61,7 @@ def early_exits(
         yield statement
 
 
-_LEAVING_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
+LEAVING_CALLS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 
 
 def leaves_after(stack: list[cst.CSTNode]) -> bool:
@@ -87,7 +87,7 @@ def _leaves(statement: cst.CSTNode, returns: bool) -> bool:
         if isinstance(small, (cst.Raise, cst.Break)) or (returns and isinstance(small, cst.Return)):
             return True
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-            if dotted_name(small.value.func) in _LEAVING_CALLS:
+            if dotted_name(small.value.func) in LEAVING_CALLS:
                 return True
     return False
 
@@ -117,7 +117,7 @@ def _leave_inside(body: cst.BaseSuite) -> cst.CSTNode | None:
                 if isinstance(small, cst.Return):
                     return small
                 if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-                    if dotted_name(small.value.func) in _LEAVING_CALLS:
+                    if dotted_name(small.value.func) in LEAVING_CALLS:
                         return small
         elif isinstance(statement, (cst.If, cst.With, cst.Try)):
             inner = statement.body

@@ -23,6 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
+from ddplint.analysis.calls import bound_values, truth
 from ddplint.analysis.loops import is_step
 from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
@@ -246,6 +247,22 @@ class CallGraph:
 
     def class_of(self, function: cst.FunctionDef) -> cst.ClassDef | None:
         return self.owner.get(function)
+
+    def bound(self, call: cst.Call, function: cst.FunctionDef) -> dict[str, cst.BaseExpression]:
+        """Parameter name -> what this call hands `function` for it (the
+        argument, positional or keyword, else the default): a method called on
+        its receiver (``self.save(path, False)``) or a class built
+        (``Cls(...)`` -> ``__init__``) fills ``self`` first."""
+        positional = (*function.params.posonly_params, *function.params.params)
+        bound_self = bool(positional) and positional[0].name.value in _SELF and (
+            isinstance(call.func, cst.Attribute) or function.name.value == "__init__"
+        )
+        return bound_values(call, function, bound_self)
+
+    def constant_truth(self, call: cst.Call, function: cst.FunctionDef, name: str) -> bool | None:
+        """The truth of the literal this call hands `function`'s parameter
+        `name` (``fetch("weights", False)``, or a default left standing), if known."""
+        return truth(self.bound(call, function).get(name))
 
     def constant_argument(self, param: cst.Param) -> str | None:
         """`"True"`/`"False"`/`"None"` when every call of the parameter's

@@ -43,30 +43,10 @@ def bind_arguments(call: cst.Call, positional: tuple[str, ...]) -> BoundArgument
     return BoundArguments(explicit, open_ended)
 
 
-def bind_to(call: cst.Call, function: cst.FunctionDef) -> BoundArguments:
-    """Bind `call`'s arguments to `function`'s parameters; a method called on
-    an object (``self.evaluate(model)``, ``meter.update(v)``) receives the
-    object as its first parameter (``self``/``cls``)."""
-    params = function.params
-    positional = tuple(p.name.value for p in (*params.posonly_params, *params.params))
-    if isinstance(call.func, cst.Attribute) and positional[:1] in (("self",), ("cls",)):
-        positional = positional[1:]
-    return bind_arguments(call, positional)
 def positional_parameters(function: cst.FunctionDef | cst.Lambda) -> tuple[str, ...]:
     """The names a call can fill by position, in order."""
     params = function.params
     return tuple(p.name.value for p in (*params.posonly_params, *params.params))
-
-
-def bind_to_function(call: cst.Call, function: cst.FunctionDef, skip_self: bool) -> BoundArguments:
-    """Bind `call`'s arguments to `function`'s parameters. `skip_self` for a
-    method called on an instance (``self.step(x)``, ``obj.step(x)``) or a
-    class called to construct one (``Cls(x)`` → ``__init__(self, x)``): the
-    first parameter is the receiver, not an argument."""
-    positional = positional_parameters(function)
-    if skip_self:
-        positional = positional[1:]
-    return bind_arguments(call, positional)
 
 
 def parameter_default(function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
@@ -75,4 +55,53 @@ def parameter_default(function: cst.FunctionDef, name: str) -> cst.BaseExpressio
     for param in (*params.posonly_params, *params.params, *params.kwonly_params):
         if param.name.value == name:
             return param.default
+    return None
+
+
+def bind_to_function(call: cst.Call, function: cst.FunctionDef, skip_self: bool) -> BoundArguments:
+    """Bind `call`'s arguments to `function`'s parameters. `skip_self` for a
+    method called on an instance (``self.step(x)``, ``obj.step(x)``) or a
+    class called to construct one (``Cls(x)`` -> ``__init__(self, x)``): the
+    first parameter is the receiver, not an argument."""
+    positional = positional_parameters(function)
+    if skip_self:
+        positional = positional[1:]
+    return bind_arguments(call, positional)
+
+
+def bind_to(call: cst.Call, function: cst.FunctionDef) -> BoundArguments:
+    """`bind_to_function`, the receiver skipped when a method is called on an
+    object (``self.evaluate(model)``, ``meter.update(v)``: its first parameter
+    is ``self``/``cls``)."""
+    skip = isinstance(call.func, cst.Attribute) and positional_parameters(function)[:1] in (("self",), ("cls",))
+    return bind_to_function(call, function, skip)
+
+
+def bound_values(call: cst.Call, function: cst.FunctionDef, skip_self: bool) -> dict[str, cst.BaseExpression]:
+    """Parameter name -> the expression `call` hands `function` for it: the
+    argument, positional or keyword, else the parameter's default. A parameter
+    ``*args``/``**kwargs`` may fill is left out unless its default is certain
+    to stand (nothing is splatted)."""
+    bound = bind_to_function(call, function, skip_self)
+    result = {name: arg.value for name, arg in bound.explicit.items()}
+    if not bound.open_ended:
+        params = function.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.default is not None:
+                result.setdefault(param.name.value, param.default)
+    return result
+
+
+def truth(node: cst.BaseExpression | None) -> bool | None:
+    """The truth value of a literal argument (`True`, `False`, `None`, a
+    number, a string), else None."""
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return node.value == "True"
+    if isinstance(node, cst.Integer):
+        return node.evaluated_value != 0
+    if isinstance(node, cst.SimpleString):
+        return bool(node.evaluated_value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        inner = truth(node.expression)
+        return None if inner is None else not inner
     return None

@@ -22,9 +22,10 @@ deliberately absent: calling them on some ranks only is their purpose.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
-
+from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
+
 
 from ddplint.analysis.catalogue import (
     BACKEND_DEPENDENT,
@@ -40,6 +41,9 @@ from ddplint.analysis.catalogue import (
 from ddplint.analysis.names import last_name
 from ddplint.analysis.receivers import class_types, framework_types
 from ddplint.analysis.values import truthiness
+from ddplint.analysis.calls import truth
+from ddplint.analysis.rank import SELECTING, Guard, GuardKind, RankAnalysis, polarity
+from ddplint.analysis.rank_sets import RankSets
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
@@ -587,3 +591,237 @@ def _is_true(node: cst.BaseExpression) -> bool:
 
 def _shown(call: cst.Call, ctx: ModelView) -> str:
     return f"`{ctx.module.code_for_node(call.func)}()`"
+
+
+# ---------------------------------------------------------------- balance and chains
+
+
+@dataclass(frozen=True)
+class Balance:
+    """Whether every rank enters a guard's collectives equally often.
+
+    Built from (guards, collective) pairs: for each branch of each guard, the
+    collectives written in it, in order (`collective` is the last link of a
+    chain, so a helper and the collective it calls compare equal).
+    """
+
+    sequences: Mapping[tuple[int, int], list[str]]
+    owners: Mapping[int, Guard]
+    sets: RankSets
+
+    @classmethod
+    def of(cls, entries: Iterable[tuple[Iterable[Guard], str]], rank: RankAnalysis) -> Balance:
+        sequences: dict[tuple[int, int], list[str]] = defaultdict(list)
+        owners: dict[int, Guard] = {}
+        for guards, collective in entries:
+            for guard in guards:
+                sequences[(id(guard.owner), guard.branch)].append(collective)
+                owners.setdefault(id(guard.owner), guard)
+        return cls(sequences, owners, RankSets(rank))
+
+    def branches(self, guard: Guard) -> list[list[str]]:
+        return [self.sequences.get((id(guard.owner), b), []) for b in range(guard.branches)]
+
+    def even(self, guard: Guard) -> bool:
+        """Every branch of the guard (the implicit ``else`` too) performs the
+        same collectives in the same order: rank 0 broadcasts, the others receive."""
+        if guard.kind is not GuardKind.BRANCH or guard.branches < 2:
+            return False
+        branches = self.branches(guard)
+        return bool(branches[0]) and all(b == branches[0] for b in branches)
+
+    def balanced(self, guard: Guard) -> bool:
+        """`even`, or the zero-first idiom of complementary guards in one block."""
+        if guard.kind is not GuardKind.BRANCH:
+            return False
+        branches = self.branches(guard)
+        return all(b == branches[0] for b in branches) or self._has_complement(guard, branches)
+
+    def _polarity(self, guard: Guard) -> tuple[str, bool] | None:
+        """(subject, positive) of the guard's rank test, through an alias
+        (`is_leader = rank == 0`) and past conjuncts the same on every rank."""
+        if guard.shape is not None:
+            leaf = self.sets.rank_leaf(guard.shape)
+            if leaf is not None:
+                inner = polarity(leaf[0])  # type: ignore[arg-type]
+                if inner is not None:
+                    return inner[0], inner[1] == leaf[1]
+        return polarity(guard.test)
+
+    def _has_complement(self, guard: Guard, branches: list[list[str]]) -> bool:
+        """The zero-first idiom: `if rank != 0: barrier()` ... `if rank == 0: barrier()`."""
+        mine = self._polarity(guard)
+        if guard.branches != 2 or branches[1] or mine is None:
+            return False
+        for other in self.owners.values():
+            if other.owner is guard.owner or other.scope is not guard.scope or other.branches != 2:
+                continue
+            theirs = self._polarity(other) if other.kind is GuardKind.BRANCH else None
+            if theirs is not None and theirs[0] == mine[0] and theirs[1] != mine[1]:
+                if self.branches(other) == [branches[0], []]:
+                    return True
+        return False
+
+
+@dataclass(frozen=True, eq=False)
+class Performer:
+    """A call that is a collective (`direct`, its chain) or may run one: a
+    call of module functions (`targets`), shown as `shown`."""
+
+    node: cst.CSTNode
+    function: cst.FunctionDef | None
+    guards: tuple[Guard, ...]
+    shown: str
+    direct: tuple[str, ...] | None = None
+    targets: tuple[cst.FunctionDef, ...] = ()
+    #: Runs once, to create a cached value (`in_lazy_initialization`): not on every call.
+    lazy: bool = False
+
+
+#: (parameter, the truth of the argument that turns the helper's collectives off).
+Switch = tuple[str, bool]
+_ROUNDS = 4
+
+
+class CollectiveChains:
+    """The module functions that perform a collective on every call, with
+    the chain of calls to it, and the switches that turn helpers off.
+
+    A call counts for its function when every rank guard around it is
+    *even*: each branch performs the same collectives (`Balance.even`), so
+    a helper where rank 0 sends and the others receive is a collective on
+    every call (`fetch_blob()` under ``if rank == 0:`` hangs). A helper whose
+    every collective runs under ``if <parameter>:`` (directly, or by handing
+    the parameter to such a helper: ``save(sync)`` -> ``if sync: barrier()``)
+    has that parameter as its switch, and a call that passes a literal
+    turning it off (``fetch("weights", False)``, a default left standing)
+    performs nothing. Balance and switches depend on the chains and the
+    chains on them: solved in a few rounds, to a fixed point.
+    """
+
+    def __init__(
+        self,
+        performers: Sequence[Performer],
+        rank: RankAnalysis,
+        bind: Callable[[cst.Call, cst.FunctionDef], Mapping[str, cst.BaseExpression]],
+    ) -> None:
+        self.performers = performers
+        self.rank = rank
+        self.bind = bind
+        self.chains: dict[cst.FunctionDef, tuple[str, ...]] = {}
+        self.switches: dict[cst.FunctionDef, Switch] = {}
+        self._solve()
+
+    def chain(self, performer: Performer) -> tuple[str, ...] | None:
+        """What the call does collectively, as (call, ..., collective), or None."""
+        return self._chain(performer, self.chains, self.switches)
+
+    def every_call(self, guards: Iterable[Guard], balance: Balance) -> bool:
+        """No rank guard among `guards` lets some ranks skip the collectives."""
+        return all(
+            balance.even(g) for g in guards if g.kind in SELECTING and self.rank.is_rank_dependent(g.deps)
+        )  # fmt: skip
+
+    def _chain(self, performer: Performer, chains: Mapping, switches: Mapping) -> tuple[str, ...] | None:
+        if performer.direct is not None:
+            return performer.direct
+        for target in performer.targets:
+            if target in chains and not self._switched_off(performer, target, switches):
+                return (performer.shown, *chains[target])
+        return None
+
+    def _switched_off(self, performer: Performer, target: cst.FunctionDef, switches: Mapping) -> bool:
+        switch = switches.get(target)
+        if switch is None or not isinstance(performer.node, cst.Call):
+            return False
+        return truth(self.bind(performer.node, target).get(switch[0])) is switch[1]
+
+    def _solve(self) -> None:
+        for _ in range(_ROUNDS):
+            balance = Balance.of(
+                ((p.guards, chain[-1]) for p in self.performers if (chain := self.chain(p)) is not None), self.rank
+            )
+            counting = [
+                p for p in self.performers
+                if p.function is not None and not p.lazy and self.every_call(p.guards, balance)
+            ]  # fmt: skip
+            chains: dict[cst.FunctionDef, tuple[str, ...]] = {}
+            for p in counting:
+                if p.direct is not None:
+                    chains.setdefault(p.function, p.direct)  # type: ignore[arg-type]
+            changed = True
+            while changed:
+                changed = False
+                for p in counting:
+                    if p.function not in chains:
+                        chain = self._chain(p, chains, self.switches)
+                        if chain is not None:
+                            chains[p.function] = chain  # type: ignore[index]
+                            changed = True
+            switches = self._switches(counting, chains)
+            if chains == self.chains and switches == self.switches:
+                return
+            self.chains, self.switches = chains, switches
+
+    def _switches(self, counting: Sequence[Performer], chains: Mapping) -> dict[cst.FunctionDef, Switch]:
+        found: dict[cst.FunctionDef, Switch | None] = {}
+        for p in counting:
+            if p.function not in chains or self._chain(p, chains, self.switches) is None:
+                continue
+            switch = self._switch_of(p, chains)
+            if found.get(p.function, switch) != switch:  # type: ignore[arg-type]
+                switch = None  # collectives under different switches (or none): always on
+            found[p.function] = switch  # type: ignore[index]
+        return {f: s for f, s in found.items() if s is not None}
+
+    def _switch_of(self, performer: Performer, chains: Mapping) -> Switch | None:
+        """The parameter of the performer's function that decides whether it
+        runs: tested by a guard around it (``if sync:``, ``if not sync: return``),
+        or handed on as the switch of the helper it calls."""
+        function = performer.function
+        assert function is not None
+        params = _parameters(function)
+        for guard in performer.guards:
+            if guard.kind is not GuardKind.BRANCH or self.rank.is_rank_dependent(guard.deps):
+                continue
+            if guard.branch == 0:
+                value = True
+            elif guard.branches == 2:
+                value = False
+            else:
+                continue
+            for name, required in _required(guard.test, value):
+                if name in params:
+                    return name, not required
+        if isinstance(performer.node, cst.Call):
+            for target in performer.targets:
+                if target in chains and target in self.switches:
+                    name, off = self.switches[target]
+                    given = self.bind(performer.node, target).get(name)
+                    negated = isinstance(given, cst.UnaryOperation) and isinstance(given.operator, cst.Not)
+                    if negated:
+                        given = given.expression  # type: ignore[union-attr]
+                    if isinstance(given, cst.Name) and given.value in params:
+                        return given.value, off != negated
+        return None
+
+
+def _parameters(function: cst.FunctionDef) -> frozenset[str]:
+    params = function.params
+    return frozenset(p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params))
+
+
+def _required(test: cst.BaseExpression, value: bool) -> list[tuple[str, bool]]:
+    """(name, truth) pairs that `test` having truth `value` implies:
+    ``sync and ready`` true implies `sync` true; ``not sync or solo`` false
+    implies `sync` true."""
+    if isinstance(test, cst.Name):
+        return [(test.value, value)]
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _required(test.expression, not value)
+    if isinstance(test, cst.BooleanOperation):
+        if isinstance(test.operator, cst.And) and value:
+            return _required(test.left, True) + _required(test.right, True)
+        if isinstance(test.operator, cst.Or) and not value:
+            return _required(test.left, False) + _required(test.right, False)
+    return []

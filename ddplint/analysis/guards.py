@@ -62,6 +62,9 @@ class Guard:
     #: The exit is nested deeper in the branch (``if is_master: if exists(log): return``):
     #: some of the ranks the test selects may leave, so only DDP001 counts it.
     nested: bool = False
+    #: A loop-carried exit (`RankAnalysis.carried_exits`): the loop whose next
+    #: pass the ranks that took `exit` never run.
+    loop: cst.CSTNode | None = None
 
 
 @dataclass(frozen=True, eq=False)

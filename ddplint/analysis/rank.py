@@ -29,7 +29,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ddplint.analysis import catalogue
-from ddplint.analysis.blocks import early_exits, last_statement, nested_exits
+from ddplint.analysis.blocks import LEAVING_CALLS, early_exits, last_statement, nested_exits
 from ddplint.analysis.callgraph import CallGraph, Reference, branch_path, enclosing_loops, in_main_block
 from ddplint.analysis.execution import ExecutionModel
 from ddplint.analysis.guards import DIRECT, SELECTING, Deps, Guard, GuardKind, Runs, Site, TestShape
@@ -117,6 +117,10 @@ class RankAnalysis:
         self.execution = ExecutionModel(self, self.graph)
         self.shapes = ShapeReader(self)
         self._shape_memo: dict[int, TestShape] = {}
+        #: Loop -> the `break`/`return`/`sys.exit()` that leave it, each with the
+        #: branch guards around it inside the loop (`carried_exits`).
+        self.loop_exits: dict[cst.CSTNode, list[tuple[cst.CSTNode, tuple[Guard, ...]]]] = defaultdict(list)
+        self._carried: dict[tuple[int, int], Guard | None] = {}
 
     @property
     def functions(self) -> dict[str, list[cst.FunctionDef]]:
@@ -143,8 +147,13 @@ class RankAnalysis:
     def visit_Module(self, node: cst.Module) -> None:
         self.graph.prepare(node)
 
+    def visit_Break(self, node: cst.Break) -> None:
+        self._note_exit(node, leaves_function=False)
+
     def visit_Call(self, node: cst.Call) -> None:
         self.graph.visit_Call(node)
+        if dotted_name(node.func) in LEAVING_CALLS:
+            self._note_exit(node, leaves_function=True)
         if last_name(node.func) in _SYNCHRONISING and node.args and isinstance(node.args[0].value, cst.Name):
             # `dist.broadcast_object_list(stop, src=0)`: from here on every rank holds the same `stop`.
             self.synchronized.add((self.ctx.enclosing_function(), node.args[0].value.value))
@@ -153,6 +162,7 @@ class RankAnalysis:
         self.final = True
 
     def visit_Return(self, node: cst.Return) -> None:
+        self._note_exit(node, leaves_function=True)
         function = self.ctx.enclosing_function()
         if function is not None and node.value is not None:
             if self.ctx.summarize and not any(isinstance(n, cst.ClassDef) for n in self.ctx.stack):
@@ -161,6 +171,66 @@ class RankAnalysis:
                 self.return_imports[function] |= seen
             else:
                 self.returns[function] |= self.deps(node.value)
+
+    def _note_exit(self, node: cst.CSTNode, leaves_function: bool) -> None:
+        """Record an exit inside loops, with its branch guards within each loop
+        it leaves (a `break` leaves the innermost one). Recorded where the exit
+        is, so a condition all-reduced just before it reads as shared."""
+        stack = self.ctx.stack
+        loops = enclosing_loops(stack)
+        if not loops:
+            return
+        # Ranks sent away by an earlier `break`/`return` have left already; those
+        # sent on by `continue` stay in the loop, and only the rest take this exit.
+        inner = [
+            g for g in self.guards()[0]
+            if g.kind is GuardKind.BRANCH and (g.exit is None or isinstance(g.exit, cst.Continue))
+        ]  # fmt: skip
+        if not inner:
+            return
+        for loop in loops if leaves_function else loops[:1]:
+            index = next(i for i, n in enumerate(stack) if n is loop)
+            inside = {id(n) for n in stack[index + 1 :]}
+            inside |= {id(s) for b in stack[index + 1 :] if isinstance(b, cst.IndentedBlock) for s in b.body}
+            guards = tuple(g for g in inner if id(g.owner) in inside)
+            if guards:
+                self.loop_exits[loop].append((node, guards))
+
+    def carried_exits(self, loops: Iterable[cst.CSTNode], guards: Iterable[Guard]) -> tuple[Guard, ...]:
+        """Guards from rank-dependent exits of the loops around a node (after
+        the walk): ranks that leave a loop at ``if rank == 0 and bad: break``
+        (or `return`) never run its next iteration, so every collective of the
+        loop body, written before the exit too, is reached by the others only.
+        Exits the node's own `guards` already cover are left out."""
+        owners = {id(g.owner) for g in guards}
+        found = []
+        for loop in loops:
+            for exit_node, exit_guards in self.loop_exits.get(loop, ()):
+                guard = self._carried_guard(loop, exit_node, exit_guards)
+                if guard is not None and id(guard.owner) not in owners:
+                    owners.add(id(guard.owner))
+                    found.append(guard)
+        return tuple(found)
+
+    def _carried_guard(self, loop: cst.CSTNode, exit_node: cst.CSTNode, guards: tuple[Guard, ...]) -> Guard | None:
+        key = (id(loop), id(exit_node))
+        if key in self._carried:
+            return self._carried[key]
+        ranked = [g for g in guards if self.is_rank_dependent(g.deps)]
+        guard = None
+        if ranked:
+            innermost = guards[0]
+            simple = innermost.exit is None and innermost.branch == 0 and innermost.branches == 2
+            # `if rank == 0 and bad: ...; break`: the `if` is the owner, so an exit branch that
+            # performs the loop's collectives (rank 0 sends "stop" and leaves) balances it.
+            owner = innermost.owner if simple else loop
+            deps = frozenset().union(*(g.deps for g in ranked))
+            anchor = test = ranked[0].test
+            if ranked[0].branch:  # the exit is where the test fails: `if rank != 0: continue` ... `break`
+                test = cst.UnaryOperation(cst.Not(), test.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
+            guard = Guard(GuardKind.BRANCH, owner, deps, test, anchor, 1, 2, innermost.scope, exit=exit_node, loop=loop)
+        self._carried[key] = guard
+        return guard
 
     def _tracing_imports(self) -> _ImportTrace:
         return _ImportTrace(self)

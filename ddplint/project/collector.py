@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from ddplint.analysis.classes import imported_bases
-from ddplint.analysis.collectives import collective_name, in_lazy_initialization
+from ddplint.analysis.collectives import CollectiveChains, Performer, collective_name, in_lazy_initialization
 from ddplint.analysis.data import dataset_kind
 from ddplint.analysis.execution import Runs
 from ddplint.analysis.file_io import writes_a_path
@@ -54,8 +54,8 @@ class SummaryCollector:
         self.linted_sites: list[tuple[tuple[str, ...], Site]] = []
         self.top_functions: dict[str, cst.FunctionDef] = {}
         self.classes: dict[str, Symbol] = {}
-        #: Collectives each function performs, with their guards inside it.
-        self.direct: dict[cst.FunctionDef, list[tuple[str, tuple]]] = {}
+        #: Collectives and calls of module functions in module functions, for `CollectiveChains`.
+        self.performers: list[Performer] = []
         #: Module functions and imported names each function calls, with the
         #: call's guards inside it (rank-dependence is known after the walk).
         self.calls: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, tuple]]] = defaultdict(list)
@@ -140,15 +140,21 @@ class SummaryCollector:
             self.steps.add(function)
         shown = collective_name(node, ctx)
         if shown is not None:
-            self.direct.setdefault(function, []).append((shown, self._condition()))
+            self._perform(node, function, shown, direct=(shown,))
             return
         local = [v for v in ctx.values_of(func) if isinstance(v, cst.FunctionDef)] if isinstance(func, cst.Name) else []
         if not (local or linted):
             return
         condition = self._condition()
         self.calls[function].extend((callee, condition) for callee in local)
+        if local:
+            self._perform(node, function, f"`{ctx.module.code_for_node(func)}()`", targets=tuple(local))
         for qualname in linted:
             self.imported_calls[function].append((qualname, func, condition))
+
+    def _perform(self, node: cst.Call, function: cst.FunctionDef, shown: str, **what) -> None:
+        lazy = in_lazy_initialization(self.ctx.stack)
+        self.performers.append(Performer(node, function, self.ctx.rank.guards()[0], shown, lazy=lazy, **what))
 
     def _condition(self) -> tuple | None:
         """The guards of the call inside its function; None when it only runs
@@ -296,21 +302,9 @@ class SummaryCollector:
         return seen
 
     def _chains(self) -> dict[cst.FunctionDef, tuple[str, ...]]:
-        """Module functions that perform a collective on every call -> the chain of calls to it."""
-        chains = {}
-        for function, sites in self.direct.items():
-            unguarded = [shown for shown, condition in sites if self._every_call(condition)]
-            if unguarded:
-                chains[function] = (unguarded[0],)
-        changed = True
-        while changed:
-            changed = False
-            for caller in self.calls:
-                if caller in chains:
-                    continue
-                for callee in self._callees(caller, all_calls=False):
-                    if callee in chains:
-                        chains[caller] = (f"`{callee.name.value}()`", *chains[callee])
-                        changed = True
-                        break
-        return chains
+        """Module functions that perform a collective on every call -> the chain
+        of calls to it (a helper whose rank branches all perform it counts)."""
+        if not self.performers:
+            return {}
+        rank = self.ctx.rank
+        return CollectiveChains(self.performers, rank, rank.graph.bound).chains
