@@ -146,3 +146,13 @@ RANK_TEXT = covering_needles((s.token for s in RANK_SOURCES), _RANK_SEEDS)
 GLOBAL_RANK_TEXT = covering_needles(
     (s.token for s in RANK_SOURCES if s.kind == GLOBAL or s.text == "get_rank"), ("RANK",)
 )
+
+#: Rank helpers a module imports by these names (``from .utils import
+#: is_main_process``, ``from utils.dist import get_rank``): whichever module
+#: defines them, importing one shows that the importer runs once per rank.
+RANK_HELPER_NAMES = texts(CALL) | texts(NAME, MAIN, NODE_MAIN)
+
+#: Words in a function's name that say it runs on one rank only
+#: (``save_on_master``, ``log_rank0``): a rank test in its body does not make
+#: it an entry point that every rank runs.
+ONE_RANK_FUNCTION_WORDS = ("master", "main_process", "rank0", "rank_0", "rank_zero", "zero_rank", "primary", "leader")

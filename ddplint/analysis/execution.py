@@ -16,6 +16,13 @@ a distributed job execute it, once the walk is over:
   (it joins the process group, builds an `Accelerator`, wraps a model) is an
   entry point even so, and so is a hook that Lightning calls in every process
   (`LIGHTNING_EVERY_PROCESS_HOOKS` of a `LightningModule`/`LightningDataModule`).
+  In a distributed module, so is a module-level function whose body tests
+  the rank for one rank (``if rank == 0:``, ``if not is_main_process():``)
+  or enters a collective under no rank guard (``dist.barrier()``): more than
+  one rank runs it (`body_entries`), unless its name says it is a one-rank
+  helper (``save_on_master``), it is a test, or another module calls it
+  (a whole-project run: `called_elsewhere`); callers in the module always
+  win, since an entry point has none.
 
 `repeated(site)` says whether the site runs again and again: inside a
 training loop (one that takes optimisation steps), a loop around one (the
@@ -27,6 +34,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING, Iterable
 
+from ddplint.analysis.catalogue import ONE_RANK_FUNCTION_WORDS
 from ddplint.analysis.classes import base_names
 from ddplint.analysis.rank_sets import RankSets
 from ddplint.lazy import cst
@@ -65,6 +73,9 @@ LIGHTNING_EVERY_PROCESS_HOOKS = frozenset(
 _LIGHTNING_PACKAGES = ("lightning.", "pytorch_lightning.")
 _LIGHTNING_CLASSES = frozenset({"LightningModule", "LightningDataModule"})
 
+#: Rank sets a rank test picks that show more than one rank gets to the test.
+_PICKS = frozenset({Runs.ONE, Runs.PER_NODE, Runs.ALL_BUT_ONE})
+
 #: Rank sets ordered by size: a union is the larger, an intersection the smaller.
 ORDER = (Runs.ONE, Runs.SOME, Runs.PER_NODE, Runs.ALL_BUT_ONE, Runs.ALL)
 _LEVEL = {runs: index for index, runs in enumerate(ORDER)}
@@ -88,6 +99,7 @@ class ExecutionModel:
         self._workers: dict[cst.FunctionDef, Runs] | None = None
         self._parent: set | None = None
         self._repeated: set | None = None
+        self._body_entries: set[cst.FunctionDef] | None = None
 
     # ------------------------------------------------------------ answers
 
@@ -240,17 +252,51 @@ class ExecutionModel:
                         evidence.add(caller)
                         changed = True
         entries = []
+        body = self.body_entries()
         for functions in graph.functions.values():
             for function in functions:
                 if function in called:
                     continue
                 owner = graph.class_of(function)
-                if function in evidence or (owner is not None and owner in evidence):
+                if function in evidence or function in body or (owner is not None and owner in evidence):
                     entries.append(function)
                 elif owner is not None and function.name.value in LIGHTNING_EVERY_PROCESS_HOOKS:
                     if self._lightning_class(owner):
                         entries.append(function)
         return entries
+
+    def body_entries(self) -> set[cst.FunctionDef]:
+        """Module-level functions whose own body shows that more than one rank
+        runs them: a rank test that picks one rank (or all but one), or a
+        collective under no rank guard; and the module-level functions that
+        call them. Only in a distributed module, and not a function named as
+        a one-rank helper (``save_on_master``), a test, or one another module
+        of the project calls (its callers decide). Whether the module calls
+        them is `_entry_points`' question."""
+        if self._body_entries is not None:
+            return self._body_entries
+        graph, rank = self.graph, self.rank
+        found: set[cst.FunctionDef] = set()
+        if (graph.collectives or graph.rank_tests) and rank.ctx.in_distributed_context:
+            found = {f for f, guards in graph.collectives if not rank.selects_ranks(guards)}
+            for function, shape in graph.rank_tests:
+                if function not in found and (
+                    self.sets.evaluate(shape, True) in _PICKS or self.sets.evaluate(shape, False) in _PICKS
+                ):
+                    found.add(function)
+            changed = bool(found)
+            while changed:
+                changed = False
+                for reference in graph.references:
+                    caller = reference.function
+                    if caller in graph.top_level and caller not in found and not reference.launch:
+                        if any(t in found for t in graph.targets_of(reference)):
+                            found.add(caller)
+                            changed = True
+            elsewhere = getattr(rank.ctx, "called_elsewhere", frozenset())
+            found = {f for f in found if not _one_rank_helper(f.name.value) and f.name.value not in elsewhere}
+        self._body_entries = found
+        return found
 
     def _lightning_class(self, owner: cst.ClassDef) -> bool:
         """Whether a module class derives from Lightning's `LightningModule`/`LightningDataModule`."""
@@ -324,3 +370,9 @@ class ExecutionModel:
                             changed = True
         self._repeated = found
         return found
+
+
+def _one_rank_helper(name: str) -> bool:
+    """A function named as a one-rank helper (``save_on_master``) or a test (``test_save``)."""
+    lowered = name.lower()
+    return lowered.startswith("test") or any(word in lowered for word in ONE_RANK_FUNCTION_WORDS)

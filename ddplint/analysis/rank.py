@@ -213,6 +213,11 @@ class RankAnalysis:
     def visit_Module(self, node: cst.Module) -> None:
         self.graph.prepare(node)
 
+    def visit_If(self, node: cst.If) -> None:
+        function = self.ctx.enclosing_function()
+        if function is not None and function in self.graph.top_level and self.deps(node.test):
+            self.graph.rank_tests.append((function, self._shape(node.test)))
+
     def visit_Call(self, node: cst.Call) -> None:
         self.graph.visit_Call(node)
         if last_name(node.func) in _SYNCHRONISING and node.args and isinstance(node.args[0].value, cst.Name):
