@@ -131,6 +131,8 @@ class CallGraph:
         self.defined: frozenset[str] = frozenset()
         #: Functions defined at module level (not methods, not nested).
         self.top_level: set[cst.FunctionDef] = set()
+        #: The guards around the definitions of those under an ``if`` (``if RANK == 0: def report(...)``).
+        self.defined_under: dict[cst.FunctionDef, tuple[Guard, ...]] = {}
         #: Collectives in module-level functions, with their guards (rank
         #: dependence is final after the walk): one under no rank guard
         #: shows that every rank runs the function.
@@ -152,6 +154,9 @@ class CallGraph:
         self.functions[node.name.value].append(node)
         if not any(isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) for n in self.ctx.stack[:-1]):
             self.top_level.add(node)
+            inner, outer = self.rank.guards()
+            if inner or outer:
+                self.defined_under[node] = (*inner, *outer)
         owner = _class_of(self.ctx.stack)
         if owner is not None:
             self.methods[owner].setdefault(node.name.value, node)

@@ -219,8 +219,11 @@ class ExecutionModel:
                     continue
                 reached = smaller(caller, self.guards_runs(reference.guards))
                 for target in graph.targets_of(reference):
-                    if target not in runs or _LEVEL[reached] > _LEVEL[runs[target]]:
-                        runs[target] = reached if target not in runs else larger(runs[target], reached)
+                    here = reached
+                    if target in graph.defined_under:  # `if RANK == 0: def report(...)`: rank 0's version
+                        here = smaller(here, self.guards_runs(graph.defined_under[target]))
+                    if target not in runs or _LEVEL[here] > _LEVEL[runs[target]]:
+                        runs[target] = here if target not in runs else larger(runs[target], here)
                         changed = True
         self._workers = runs
         return runs
@@ -284,12 +287,16 @@ class ExecutionModel:
                     self.sets.evaluate(shape, True) in _PICKS or self.sets.evaluate(shape, False) in _PICKS
                 ):
                     found.add(function)
+            # A function defined under a rank guard (`if RANK == 0: def report(...)`)
+            # is one rank's version: its body shows nothing of who calls it.
+            versions = {f for f, guards in graph.defined_under.items() if rank.any_rank_guard(guards)}
+            found -= versions
             changed = bool(found)
             while changed:
                 changed = False
                 for reference in graph.references:
                     caller = reference.function
-                    if caller in graph.top_level and caller not in found and not reference.launch:
+                    if caller in graph.top_level and caller not in found and caller not in versions and not reference.launch:
                         if any(t in found for t in graph.targets_of(reference)):
                             found.add(caller)
                             changed = True
