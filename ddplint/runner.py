@@ -246,7 +246,11 @@ def _lint_project(
                 continue
             # A file linted with facts may have consulted any of them; one linted
             # without, only those its summary names (or, unknown, its text uses).
-            if tasks[i].project.facts or entry.summary.needs(facts.facts, functools.partial(text_of, entry.display)):
+            if (
+                tasks[i].project.facts
+                or facts.called_elsewhere != used[i].called_elsewhere  # entry points by their body that others call
+                or entry.summary.needs(facts.facts, functools.partial(text_of, entry.display))
+            ):
                 changed[i] = facts
             else:
                 used[i] = facts  # facts about names its lint never asked about change nothing

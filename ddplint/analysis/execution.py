@@ -268,16 +268,22 @@ class ExecutionModel:
                         entries.append(function)
         return entries
 
-    def body_entries(self) -> set[cst.FunctionDef]:
+    def body_entries(self, elsewhere: bool = True) -> set[cst.FunctionDef]:
         """Module-level functions whose own body shows that more than one rank
         runs them: a rank test that picks one rank (or all but one), or a
         collective under no rank guard; and the module-level functions that
         call them. Only in a distributed module, and not a function named as
         a one-rank helper (``save_on_master``), a test, or one another module
-        of the project calls (its callers decide). Whether the module calls
-        them is `_entry_points`' question."""
-        if self._body_entries is not None:
+        of the project calls (its callers decide; not asked with
+        `elsewhere` False). Only those the module does not call."""
+        if self._body_entries is None:
+            self._body_entries = self._body_candidates()
+        if not elsewhere:
             return self._body_entries
+        called = self.rank.facts.called_elsewhere
+        return {f for f in self._body_entries if f.name.value not in called} if called else self._body_entries
+
+    def _body_candidates(self) -> set[cst.FunctionDef]:
         graph, rank = self.graph, self.rank
         found: set[cst.FunctionDef] = set()
         if (graph.collectives or graph.rank_tests) and rank.ctx.in_distributed_context:
@@ -300,9 +306,8 @@ class ExecutionModel:
                         if any(t in found for t in graph.targets_of(reference)):
                             found.add(caller)
                             changed = True
-            elsewhere = getattr(rank.ctx, "called_elsewhere", frozenset())
-            found = {f for f in found if not _one_rank_helper(f.name.value) and f.name.value not in elsewhere}
-        self._body_entries = found
+            called = {t for r in graph.references for t in graph.targets_of(r)}
+            found = {f for f in found if f not in called and not _one_rank_helper(f.name.value)}
         return found
 
     def _lightning_class(self, owner: cst.ClassDef) -> bool:

@@ -119,6 +119,8 @@ def _lint_module(
     if collector is not None and summary is not None:
         if symbols:
             summary = summary.with_symbols(collector.symbols(lines or {}))
+            # Callers elsewhere can only take findings away: a module without any needs no relint for them.
+            summary = dataclasses.replace(summary, entries=collector.entries() if findings else ())
         if consulted:
             asked, called, collective = collector.consulted()
             summary = dataclasses.replace(summary, consulted=asked, called=called, collective_called=collective)

@@ -47,8 +47,12 @@ class FileFacts:
     ``from .dist import barrier``), as ddplint's scope analysis spells them."""
 
     facts: Mapping[str, Fact] = field(default_factory=dict)
+    #: The module's own top-level functions that other linted modules import
+    #: or call: their callers decide who runs them (`ModuleSummary.entries`).
+    called_elsewhere: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
+        """Whether there are facts about imported names."""
         return bool(self.facts)
 
     def first(self, names: Iterable[str | None]) -> Fact | None:
@@ -70,7 +74,7 @@ class FileFacts:
 
     def digest(self) -> str:
         """A stable hash, part of the importing file's cache key."""
-        payload = json.dumps(sorted((k, v.to_json()) for k, v in self.facts.items()))
+        payload = json.dumps([sorted((k, v.to_json()) for k, v in self.facts.items()), sorted(self.called_elsewhere)])
         return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -76,6 +76,10 @@ class ModuleSummary:
     called: tuple[str, ...] = ()
     #: The called names whose being a collective helper would change a finding.
     collective_called: tuple[str, ...] = ()
+    #: Top-level functions the module does not call whose own body shows that
+    #: every rank runs them (`ExecutionModel.body_entries`): judged as such
+    #: unless another module imports or calls them.
+    entries: tuple[str, ...] = ()
 
     def with_symbols(self, symbols: Mapping[str, Symbol]) -> ModuleSummary:
         return replace(self, symbols={k: v for k, v in symbols.items() if not v.empty})
@@ -126,6 +130,7 @@ class ModuleSummary:
             "consulted": None if self.consulted is None else list(self.consulted),
             "called": list(self.called),
             "collective_called": list(self.collective_called),
+            "entries": list(self.entries),
         }
 
     @classmethod
@@ -136,6 +141,7 @@ class ModuleSummary:
         return cls(
             symbols, aliases, stars, None if exports is None else tuple(exports), None if uses is None else tuple(uses),
             None if consulted is None else tuple(consulted), tuple(data["called"]), tuple(data["collective_called"]),
+            tuple(data.get("entries", ())),
         )  # fmt: skip
 
 
