@@ -235,6 +235,15 @@ def test_stdin_uses_the_project_on_disk(ddplint, tmp_path) -> None:
     assert from_stdin == on_disk == [(19, "DDP001"), (24, "DDP006")]
 
 
+def test_stdin_knows_the_callers_of_an_entry_point_by_its_body(ddplint, tmp_path) -> None:
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "projects" / "body_entries", root)
+    for name, expected in (("trainer/export.py", []), ("trainer/fit.py", [(9, "DDP007")])):
+        text = (root / name).read_bytes()
+        run = ddplint("-", "--stdin-filename", name, "--format", "json", "--exit-zero", cwd=root, stdin=text)
+        assert sorted((f["line"], f["rule"]) for f in run.json()) == expected
+
+
 def test_messages_never_carry_an_absolute_path(tmp_path, monkeypatch) -> None:
     """Linted by absolute path from elsewhere, a helper in another file is
     named relative to its repository, not by the machine's absolute path."""

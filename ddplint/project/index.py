@@ -269,15 +269,18 @@ class ProjectIndex:
             fact = _beyond_catalogue(name, fact)
             if fact.relevant:
                 kept[name] = fact
-        called = frozenset(self._called_elsewhere().get(entry.display, set()) & set(entry.summary.entries))
-        return FileFacts(kept, called)
+        elsewhere = self._called_elsewhere()
+        called = {symbol for name in entry.names for symbol in elsewhere.get(name, ())}
+        if entry.summary.entries:  # else a file linted alone (the editor): the project's answer for its module
+            called &= set(entry.summary.entries)
+        return FileFacts(kept, frozenset(called))
 
     # ------------------------------------------------------------ callers
 
     def _called_elsewhere(self) -> dict[str, set[str]]:
         """For each module with entry points by their body (`ModuleSummary.entries`),
         those of its top-level names that another module imports by name
-        (a package's re-exports aside) or calls: display -> names."""
+        (a package's re-exports aside) or calls: module name -> names."""
         if self._elsewhere is not None:
             return self._elsewhere
         found: dict[str, set[str]] = {}
@@ -296,7 +299,8 @@ class ProjectIndex:
                 for raw in names:
                     target = self._symbol_of(raw, entry)
                     if target is not None and target[0] is not entry and target[0].display in wanted:
-                        found.setdefault(target[0].display, set()).add(target[1])
+                        for name in target[0].names:
+                            found.setdefault(name, set()).add(target[1])
         self._elsewhere = found
         return found
 
