@@ -32,7 +32,7 @@ from ddplint.typecheck import check_types
 
 CACHE_DIR_NAME = ".ddplint_cache"
 ENV_CACHE_DIR = "DDPLINT_CACHE_DIR"
-_FORMAT = 7  # 6: entries carry a checksum; 7: summaries name their functions and per-rank calls
+_FORMAT = 7  # 6: entries carry a checksum; 7: summaries name their functions, per-rank calls and entry points by body
 
 
 def default_cache_dir(project_root: Path) -> Path:

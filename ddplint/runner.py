@@ -249,6 +249,7 @@ def _lint_project(
             if (
                 tasks[i].project.facts
                 or entry.summary.needs_callers(facts.callers, used[i].callers)
+                or facts.called_elsewhere != used[i].called_elsewhere  # entry points by their body that others call
                 or entry.summary.needs(facts.facts, functools.partial(text_of, entry.display))
             ):
                 changed[i] = facts

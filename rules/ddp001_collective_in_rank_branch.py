@@ -27,7 +27,8 @@ from ddplint.analysis.collectives import (
 )
 from ddplint.analysis.calls import bind_to
 from ddplint.analysis.callgraph import enclosing_loops
-from ddplint.analysis.rank import Guard, GuardKind, excludes
+from ddplint.analysis.conditions import excludes
+from ddplint.analysis.guards import Guard, GuardKind
 from ddplint.lazy import cst
 from ddplint.analysis.names import last_name
 from ddplint.model import Related, Severity, Span

@@ -64,6 +64,12 @@ def test_distributed_imports(source: str, distributed: bool) -> None:
         ("import torch.distributed as dist\nif dist.get_rank() == 0:\n    pass", True),
         ("import os\nimport torch.distributed as dist\nlocal_rank = int(os.environ['LOCAL_RANK'])", True),
         ("import lightning as L\ntrainer = L.Trainer()", True),
+        # A rank compared with 0, or a project's rank helper imported by its conventional name.
+        ("import torch.distributed as dist\ndef f(rank):\n    if rank == 0:\n        pass", True),
+        ("from .utils.dist import is_main_process\nif is_main_process():\n    pass", True),
+        ("from utils import (\n    load,\n    get_rank,\n)\nprint(get_rank())", True),
+        ("import torch\ndef truncate(m, rank):\n    if rank == 0:\n        return m", False),  # no distributed import
+        ("import torch.distributed as dist\ndef f(lora_rank):\n    return lora_rank", False),
     ],
 )
 def test_distributed_context_needs_evidence_of_per_rank_execution(source: str, distributed: bool) -> None:

@@ -67,6 +67,34 @@ def test_the_cross_module_cases_need_the_project() -> None:
     assert {("main.py", 15, "DDP007"), ("main.py", 20, "DDP006")} <= set(local - project)
 
 
+def test_an_entry_point_by_its_body_yields_to_callers_in_other_modules(tmp_path) -> None:
+    """`export_all` tests the rank, so alone it runs on every rank; in the
+    project `launch.py` calls it under a rank-0 test, and that caller wins,
+    cold and from the cache; `fit_model`, which nobody calls, stays an entry."""
+    root = FIXTURES / "projects" / "body_entries"
+    local, project = findings(root, project=False), findings(root)
+    assert ("trainer/export.py", 10, "DDP006") in local - project
+    assert ("trainer/fit.py", 9, "DDP007") in local & project
+    cache = Cache(tmp_path / "cache")
+    assert findings(root, cache=cache) == project == findings(root, cache=cache)
+
+
+def test_an_import_of_an_entry_point_alone_makes_its_callers_decide(tmp_path) -> None:
+    """Imported by name (`from pkg.jobs import save_all`) the function has
+    callers elsewhere; a package's own re-export of it does not count."""
+    body = (
+        "import torch\nimport torch.distributed as dist\n\n\n"
+        "def save_all(net):\n    dist.barrier()\n    torch.save(net.state_dict(), 'w.pt')\n"
+    )
+    alone = write(tmp_path / "alone", {"pkg/__init__.py": "from .jobs import save_all\n", "pkg/jobs.py": body})
+    assert ("pkg/jobs.py", 7, "DDP006") in findings(alone)
+    used = write(tmp_path / "used", {
+        "pkg/__init__.py": "from .jobs import save_all\n", "pkg/jobs.py": body,
+        "main.py": "from pkg import save_all\n\nif __name__ == '__main__':\n    pass\n",
+    })  # fmt: skip
+    assert ("pkg/jobs.py", 7, "DDP006") not in findings(used)
+
+
 def test_messages_name_the_helper_and_point_into_its_file(monkeypatch) -> None:
     root = FIXTURES / "projects" / "detr_style"
     monkeypatch.chdir(root)
@@ -204,6 +232,15 @@ def test_stdin_uses_the_project_on_disk(ddplint, tmp_path) -> None:
     from_stdin = sorted((f["line"], f["rule"]) for f in run.json())
     on_disk = sorted((f["line"], f["rule"]) for f in ddplint(".", "--format", "json", "--exit-zero", cwd=root).json() if f["path"] == "main.py")
     assert from_stdin == on_disk == [(19, "DDP001"), (24, "DDP006")]
+
+
+def test_stdin_knows_the_callers_of_an_entry_point_by_its_body(ddplint, tmp_path) -> None:
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURES / "projects" / "body_entries", root)
+    for name, expected in (("trainer/export.py", []), ("trainer/fit.py", [(9, "DDP007")])):
+        text = (root / name).read_bytes()
+        run = ddplint("-", "--stdin-filename", name, "--format", "json", "--exit-zero", cwd=root, stdin=text)
+        assert sorted((f["line"], f["rule"]) for f in run.json()) == expected
 
 
 def test_messages_never_carry_an_absolute_path(tmp_path, monkeypatch) -> None:

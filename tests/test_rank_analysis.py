@@ -200,3 +200,68 @@ def test_the_analysis_runs_once_per_file_for_all_rules(monkeypatch) -> None:
 
         engine._rules_by_code.cache_clear()
         engine._visitor_rules.cache_clear()
+
+
+def _function_runs(source: str) -> dict[str, str]:
+    rank, _ = analyse(source)
+    return {f.name.value: rank.execution.function_runs(f).name for fs in rank.functions.values() for f in fs}
+
+
+ENTRY_POINTS = {
+    # Nobody in the module calls them; their body shows more than one rank runs them.
+    "rank_parameter_compared": ("import torch.distributed as dist\ndef fit(rank):\n    if rank == 0:\n        pass", "ALL"),
+    "get_rank_test": ("import torch.distributed as dist\ndef f():\n    if dist.get_rank() != 0:\n        return", "ALL"),
+    "unguarded_barrier": ("import torch.distributed as dist\ndef f():\n    dist.barrier()", "ALL"),
+    "helper_import": ("from .dist import is_main_process\ndef f():\n    if is_main_process():\n        pass", "ALL"),
+    # Not entry points: no evidence, or evidence of one rank, or one-rank helpers, tests.
+    "device_only": ("import torch.distributed as dist\ndef f(rank):\n    dev = f'cuda:{rank}'", "UNKNOWN"),
+    "unset_test": ("import torch.distributed as dist\ndef f(local_rank):\n    if local_rank != -1:\n        pass", "UNKNOWN"),
+    "guarded_barrier": (
+        "import torch.distributed as dist\ndef f(rank):\n    if rank is not None:\n        dist.barrier()", "ALL"
+    ),
+    "one_rank_name": ("import torch.distributed as dist\ndef save_on_master(rank):\n    if rank == 0:\n        pass", "UNKNOWN"),
+    "test_function": ("import torch.distributed as dist\ndef test_it():\n    dist.barrier()", "UNKNOWN"),
+    "not_distributed": ("import torch\ndef f(rank):\n    if rank == 0:\n        pass", "UNKNOWN"),
+    "method": ("import torch.distributed as dist\nclass T:\n    def f(self):\n        dist.barrier()", "UNKNOWN"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENTRY_POINTS))
+def test_entry_points_from_the_body(name: str) -> None:
+    source, expected = ENTRY_POINTS[name]
+    runs = _function_runs(source)
+    assert runs[[n for n in runs if n != "__init__"][0]] == expected
+
+
+def test_callers_in_the_module_win_over_the_body() -> None:
+    runs = _function_runs(
+        "import torch.distributed as dist\n"
+        "def export(rank):\n    if rank == 0:\n        pass\n"
+        "def worker(rank):\n    dist.init_process_group('nccl')\n    if rank == 0:\n        export(rank)\n"
+    )
+    assert runs == {"export": "ONE", "worker": "ALL"}
+
+
+def test_a_caller_of_a_rank_testing_helper_is_an_entry_point() -> None:
+    runs = _function_runs(
+        "import torch.distributed as dist\n"
+        "def log(rank):\n    if rank == 0:\n        pass\n"
+        "def loop(rank):\n    log(rank)\n"
+    )
+    assert runs == {"log": "ALL", "loop": "ALL"}
+
+
+@pytest.mark.parametrize(
+    ("test", "expected"),
+    [
+        ("rank != src", ("ALL_BUT_ONE", "ONE")),
+        ("src == rank", ("ONE", "ALL_BUT_ONE")),
+        ("rank != 3", ("ALL_BUT_ONE", "ONE")),
+        ("rank != local_rank", ("SOME", "SOME")),  # both sides differ per rank
+        ("rank != 'cpu'", ("SOME", "SOME")),  # not a rank number
+    ],
+)
+def test_rank_compared_with_a_uniform_value(test: str, expected: tuple[str, str]) -> None:
+    rank, probe = analyse(f"def f(rank, src, local_rank):\n    if {test}:\n        probe()\n    else:\n        probe()")
+    got = tuple(rank.execution.guards_runs([g for g in guards if rank.is_rank_dependent(g.deps)]).name for guards in probe.guards)
+    assert got == expected

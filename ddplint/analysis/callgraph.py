@@ -24,12 +24,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from ddplint.analysis.calls import bound_values, truth
+from ddplint.analysis.collectives import COLLECTIVE_FAMILIES, collective_name
 from ddplint.analysis.loops import is_step
 from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
     from ddplint.analysis.guards import Deps, Guard, RankView
+    from ddplint.analysis.guards import TestShape
 
 #: Calls that start worker processes, one per rank, and wait in the parent.
 INDEXED_LAUNCHES = frozenset(
@@ -65,6 +67,8 @@ _DEFINITIONS = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re
 _QUALIFIED_WHEN = frozenset({name.rsplit(".", 1)[1] for name in LAUNCH_FUNCTIONS} | {"initialize"})
 
 _SELF = ("self", "cls")
+#: Last names of calls that may be collectives (`collectives.collective_name` decides).
+_COLLECTIVE_LASTS = frozenset(name for names, _ in COLLECTIVE_FAMILIES for name in names)
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,6 +130,18 @@ class CallGraph:
         self.hooks: dict[str, list[cst.FunctionDef]] = defaultdict(list)
         #: Every name a `def` or `class` of the module binds (`prepare`).
         self.defined: frozenset[str] = frozenset()
+        #: Functions defined at module level (not methods, not nested).
+        self.top_level: set[cst.FunctionDef] = set()
+        #: The guards around the definitions of those under an ``if`` (``if RANK == 0: def report(...)``).
+        self.defined_under: dict[cst.FunctionDef, tuple[Guard, ...]] = {}
+        #: Collectives in module-level functions, with their guards (rank
+        #: dependence is final after the walk): one under no rank guard
+        #: shows that every rank runs the function.
+        self.collectives: list[tuple[cst.FunctionDef, tuple[Guard, ...]]] = []
+        #: The tests of the ``if`` statements in module-level functions, read
+        #: for rank sets (`RankView.visit_If`): a test that picks one rank
+        #: shows that more than one runs the function.
+        self.rank_tests: list[tuple[cst.FunctionDef, TestShape]] = []
 
     # ------------------------------------------------------------ walker hooks
 
@@ -137,6 +153,11 @@ class CallGraph:
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions[node.name.value].append(node)
+        if not any(isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) for n in self.ctx.stack[:-1]):
+            self.top_level.add(node)
+            inner, outer = self.rank.guards()
+            if inner or outer:
+                self.defined_under[node] = (*inner, *outer)
         owner = _class_of(self.ctx.stack)
         if owner is not None:
             self.methods[owner].setdefault(node.name.value, node)
@@ -156,6 +177,8 @@ class CallGraph:
         self._note_evidence(last, names)
         if is_step(node):
             self._note_step()
+        if last in _COLLECTIVE_LASTS and self.top_level:
+            self._note_collective(node)
         targets, members = self._targets(func)
         method = None
         if not targets and isinstance(func, cst.Attribute) and last_name(func.value) in _SELF:
@@ -303,6 +326,13 @@ class CallGraph:
         owner = self.owner.get(function)
         if owner is not None and function.name.value == "__init__":
             self.evidence.add(owner)
+
+    def _note_collective(self, node: cst.Call) -> None:
+        function = self.ctx.enclosing_function()
+        if function is None or function not in self.top_level or self.rank.single_process.here(self.ctx.stack):
+            return
+        if collective_name(node, self.ctx) is not None:
+            self.collectives.append((function, self.rank.guards()[0]))
 
     def _note_step(self) -> None:
         stack = self.ctx.stack

@@ -275,3 +275,12 @@ LIST_GROWERS = frozenset({"extend"})
 #: randomness that other modules need to know of (a project fact): a model
 #: put in train mode and stepped, or noise drawn (`seeding.draws_noise`).
 RANDOMNESS_TEXT = ("randn", "randint", "rand_like", ".train(")
+#: Rank helpers a module imports by these names (``from .utils import
+#: is_main_process``, ``from utils.dist import get_rank``): whichever module
+#: defines them, importing one shows that the importer runs once per rank.
+RANK_HELPER_NAMES = texts(CALL) | texts(NAME, MAIN, NODE_MAIN)
+
+#: Words in a function's name that say it runs on one rank only
+#: (``save_on_master``, ``log_rank0``): a rank test in its body does not make
+#: it an entry point that every rank runs.
+ONE_RANK_FUNCTION_WORDS = ("master", "main_process", "rank0", "rank_0", "rank_zero", "zero_rank", "primary", "leader")

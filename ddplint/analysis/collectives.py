@@ -42,7 +42,8 @@ from ddplint.analysis.names import last_name
 from ddplint.analysis.receivers import class_types, framework_types
 from ddplint.analysis.values import truthiness
 from ddplint.analysis.calls import truth
-from ddplint.analysis.rank import SELECTING, Guard, GuardKind, RankAnalysis, polarity
+from ddplint.analysis.conditions import polarity
+from ddplint.analysis.guards import SELECTING, Guard, GuardKind, RankView
 from ddplint.analysis.rank_sets import RankSets
 from ddplint.lazy import cst
 
@@ -610,7 +611,7 @@ class Balance:
     sets: RankSets
 
     @classmethod
-    def of(cls, entries: Iterable[tuple[Iterable[Guard], str]], rank: RankAnalysis) -> Balance:
+    def of(cls, entries: Iterable[tuple[Iterable[Guard], str]], rank: RankView) -> Balance:
         sequences: dict[tuple[int, int], list[str]] = defaultdict(list)
         owners: dict[int, Guard] = {}
         for guards, collective in entries:
@@ -702,7 +703,7 @@ class CollectiveChains:
     def __init__(
         self,
         performers: Sequence[Performer],
-        rank: RankAnalysis,
+        rank: RankView,
         bind: Callable[[cst.Call, cst.FunctionDef], Mapping[str, cst.BaseExpression]],
     ) -> None:
         self.performers = performers

@@ -3,10 +3,13 @@
 A module is in distributed context when it imports `torch.distributed`,
 `DistributedDataParallel`, FSDP, accelerate, deepspeed or Lightning, refers
 to one of those through an imported parent package (``torch.distributed.``
-after ``import torch``), or calls an ``init_process_group`` — and its own
+after ``import torch``), calls an ``init_process_group``, or imports a rank
+helper by its conventional name (``from .utils.dist import
+is_main_process``: its rank tests come from the project) — and its own
 code shows that it runs as one process per rank: it starts or joins a
 process group, builds an `Accelerator`/`PartialState`/Lightning
-`Trainer`/`Fabric`/DeepSpeed engine, wraps a model, or reads a rank.
+`Trainer`/`Fabric`/DeepSpeed engine, wraps a model, reads a rank, imports a
+rank helper or compares a rank with 0.
 Importing a library alone does not make a module distributed: the
 command-line tools and checkpoint converters shipped with accelerate and
 DeepSpeed import them and run as a single process. The answer is final only
@@ -18,9 +21,9 @@ from __future__ import annotations
 
 import re
 
-from ddplint.analysis.catalogue import PER_RANK_WORDS
+from ddplint.analysis.catalogue import PER_RANK_WORDS, RANK_HELPER_NAMES
 from ddplint.analysis.names import dotted_name
-from ddplint.analysis.probe import Probe
+from ddplint.analysis.probe import AnyOf, Probe
 from ddplint.analysis.scope import ScopeTracker, import_bindings, import_from_module
 from ddplint.lazy import cst
 
@@ -36,12 +39,27 @@ DISTRIBUTED_PREFIXES = (
 
 _INIT_CALLS = ("init_process_group", "init_distributed")
 
+#: An import of a rank helper by its conventional name (``from .utils.dist
+#: import is_main_process``, in parentheses over several lines too): the
+#: importer tests its rank with a project helper.
+RANK_HELPER_IMPORT = Probe(
+    tuple(sorted(RANK_HELPER_NAMES)),
+    re.compile(rf"\bimport\s+(?:\([^)]*?|[^\n]*?)\b(?:{'|'.join(sorted(RANK_HELPER_NAMES))})\b"),
+    words=True,
+)
+#: A rank compared with 0 (``if rank == 0:``, ``args.local_rank != 0``, ``global_rank > 0``).
+_RANK_COMPARISON = Probe(
+    ("rank",),
+    re.compile(r"\b(?:local_|global_|world_|node_|ddp_|dist_|process_)?rank\s*(?:==|!=|>|<=)\s*0\b|\b0\s*[=!]=\s*(?:\w+\.)*(?:local_|global_)?rank\b"),
+)
+
 #: Identifiers that only code running as one process per rank uses.
-_EXECUTION_EVIDENCE = Probe.of_words((
+_WORD_EVIDENCE = Probe.of_words((
     *PER_RANK_WORDS, "init_process_group", "init_distributed", "deepspeed.initialize", "Accelerator", "PartialState",
     "DistributedDataParallel", "FullyShardedDataParallel", "fully_shard", "Trainer", "Fabric", "LightningModule",
     "LightningDataModule", "barrier", "all_reduce",
 ))  # fmt: skip
+_EXECUTION_EVIDENCE = AnyOf((_WORD_EVIDENCE, RANK_HELPER_IMPORT, _RANK_COMPARISON))
 
 
 #: A launcher sets the rank variables for the workers it starts; it is one
@@ -103,7 +121,9 @@ class DistributedContext:
         if is_distributed_name(import_from_module(node)):
             self.found = True
         else:
-            self.found = any(is_distributed_name(q) for _, q in import_bindings(node))
+            self.found = any(
+                is_distributed_name(q) or q.rsplit(".", 1)[-1] in RANK_HELPER_NAMES for _, q in import_bindings(node)
+            )  # `from .utils.dist import is_main_process`: a project's rank helper
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

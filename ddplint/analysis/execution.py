@@ -16,6 +16,13 @@ a distributed job execute it, once the walk is over:
   (it joins the process group, builds an `Accelerator`, wraps a model) is an
   entry point even so, and so is a hook that Lightning calls in every process
   (`LIGHTNING_EVERY_PROCESS_HOOKS` of a `LightningModule`/`LightningDataModule`).
+  In a distributed module, so is a module-level function whose body tests
+  the rank for one rank (``if rank == 0:``, ``if not is_main_process():``)
+  or enters a collective under no rank guard (``dist.barrier()``): more than
+  one rank runs it (`body_entries`), unless its name says it is a one-rank
+  helper (``save_on_master``), it is a test, or another module calls it
+  (a whole-project run: `called_elsewhere`); callers in the module always
+  win, since an entry point has none.
 
 `repeated(site)` says whether the site runs again and again: inside a
 training loop (one that takes optimisation steps), a loop around one (the
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
+from ddplint.analysis.catalogue import ONE_RANK_FUNCTION_WORDS
 from ddplint.analysis.classes import base_names
 from ddplint.analysis.guards import _LEVEL, SELECTING, Guard, GuardKind, RankView, Runs, Site, larger, smaller
 from ddplint.analysis.rank_sets import RankSets
@@ -46,6 +54,10 @@ LIGHTNING_EVERY_PROCESS_HOOKS = frozenset(
 _LIGHTNING_PACKAGES = ("lightning.", "pytorch_lightning.")
 _LIGHTNING_CLASSES = frozenset({"LightningModule", "LightningDataModule"})
 
+#: Rank sets a rank test picks that show more than one rank gets to the test.
+_PICKS = frozenset({Runs.ONE, Runs.PER_NODE, Runs.ALL_BUT_ONE})
+
+
 class ExecutionModel:
     """After the walk: who runs each function of the module, and each site."""
 
@@ -60,6 +72,7 @@ class ExecutionModel:
         #: Functions whose runners some question found unknown (their callers
         #: are elsewhere): where facts from the callers' modules could matter.
         self.asked_unknown: set[cst.FunctionDef] = set()
+        self._body_entries: set[cst.FunctionDef] | None = None
 
     # ------------------------------------------------------------ answers
 
@@ -186,8 +199,11 @@ class ExecutionModel:
                     continue
                 reached = smaller(caller, self.guards_runs(reference.guards))
                 for target in graph.targets_of(reference):
-                    if target not in runs or _LEVEL[reached] > _LEVEL[runs[target]]:
-                        runs[target] = reached if target not in runs else larger(runs[target], reached)
+                    here = reached
+                    if target in graph.defined_under:  # `if RANK == 0: def report(...)`: rank 0's version
+                        here = smaller(here, self.guards_runs(graph.defined_under[target]))
+                    if target not in runs or _LEVEL[here] > _LEVEL[runs[target]]:
+                        runs[target] = here if target not in runs else larger(runs[target], here)
                         changed = True
         return runs
 
@@ -265,17 +281,60 @@ class ExecutionModel:
                         evidence.add(caller)
                         changed = True
         entries = []
+        body = self.body_entries()
         for functions in graph.functions.values():
             for function in functions:
                 if function in called:
                     continue
                 owner = graph.class_of(function)
-                if function in evidence or (owner is not None and owner in evidence):
+                if function in evidence or function in body or (owner is not None and owner in evidence):
                     entries.append(function)
                 elif owner is not None and function.name.value in LIGHTNING_EVERY_PROCESS_HOOKS:
                     if self._lightning_class(owner):
                         entries.append(function)
         return entries
+
+    def body_entries(self, elsewhere: bool = True) -> set[cst.FunctionDef]:
+        """Module-level functions whose own body shows that more than one rank
+        runs them: a rank test that picks one rank (or all but one), or a
+        collective under no rank guard; and the module-level functions that
+        call them. Only in a distributed module, and not a function named as
+        a one-rank helper (``save_on_master``), a test, or one another module
+        of the project calls (its callers decide; not asked with
+        `elsewhere` False). Only those the module does not call."""
+        if self._body_entries is None:
+            self._body_entries = self._body_candidates()
+        if not elsewhere:
+            return self._body_entries
+        called = self.rank.facts.called_elsewhere
+        return {f for f in self._body_entries if f.name.value not in called} if called else self._body_entries
+
+    def _body_candidates(self) -> set[cst.FunctionDef]:
+        graph, rank = self.graph, self.rank
+        found: set[cst.FunctionDef] = set()
+        if (graph.collectives or graph.rank_tests) and rank.ctx.in_distributed_context:
+            found = {f for f, guards in graph.collectives if not rank.selects_ranks(guards)}
+            for function, shape in graph.rank_tests:
+                if function not in found and (
+                    self.sets.evaluate(shape, True) in _PICKS or self.sets.evaluate(shape, False) in _PICKS
+                ):
+                    found.add(function)
+            # A function defined under a rank guard (`if RANK == 0: def report(...)`)
+            # is one rank's version: its body shows nothing of who calls it.
+            versions = {f for f, guards in graph.defined_under.items() if rank.any_rank_guard(guards)}
+            found -= versions
+            changed = bool(found)
+            while changed:
+                changed = False
+                for reference in graph.references:
+                    caller = reference.function
+                    if caller in graph.top_level and caller not in found and caller not in versions and not reference.launch:
+                        if any(t in found for t in graph.targets_of(reference)):
+                            found.add(caller)
+                            changed = True
+            called = {t for r in graph.references for t in graph.targets_of(r)}
+            found = {f for f in found if f not in called and not _one_rank_helper(f.name.value)}
+        return found
 
     def _lightning_class(self, owner: cst.ClassDef) -> bool:
         """Whether a module class derives from Lightning's `LightningModule`/`LightningDataModule`."""
@@ -349,3 +408,9 @@ class ExecutionModel:
                             changed = True
         self._repeated = found
         return found
+
+
+def _one_rank_helper(name: str) -> bool:
+    """A function named as a one-rank helper (``save_on_master``) or a test (``test_save``)."""
+    lowered = name.lower()
+    return lowered.startswith("test") or any(word in lowered for word in ONE_RANK_FUNCTION_WORDS)

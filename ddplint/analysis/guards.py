@@ -128,6 +128,11 @@ ZERO = "zero"  # rank 0 (of the job, or of the node for a local rank)
 NODE_ZERO = "node-zero"
 ONE = "one"  # one rank other than 0
 NONZERO = "nonzero"  # `if rank:`, `rank > 0`
+NOT_ONE = "not-one"  # `rank != 3`: every rank but one
+#: `rank == src` / `rank != src`: one rank (every rank but one) when exactly
+#: one side is rank-dependent (known after the walk), else data-dependent.
+EQUAL = "equal"
+UNEQUAL = "unequal"
 OTHER = "other"  # data-dependent
 
 
@@ -144,6 +149,8 @@ class TestShape:
     single_if_false: bool = False
     #: The leaf's expression (after following `is_leader = rank == 0`).
     node: cst.CSTNode | None = None
+    #: For `EQUAL`/`UNEQUAL` leaves: the rank dependencies of each side.
+    sides: tuple[Deps, ...] = ()
 
 
 class RankView(Protocol):

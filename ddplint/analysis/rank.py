@@ -24,13 +24,13 @@ its condition is rank-dependent.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ddplint.analysis import catalogue
 from ddplint.analysis.blocks import LEAVING_CALLS, early_exits, last_statement, nested_exits
 from ddplint.analysis.callgraph import CallGraph, Reference, branch_path, enclosing_loops, in_main_block
+from ddplint.analysis.conditions import excludes
 from ddplint.analysis.execution import ExecutionModel
 from ddplint.analysis.guards import DIRECT, SELECTING, Deps, Guard, GuardKind, Runs, Site, TestShape
 from ddplint.analysis.names import dotted_name, last_name
@@ -149,6 +149,10 @@ class RankAnalysis:
 
     def visit_Break(self, node: cst.Break) -> None:
         self._note_exit(node, leaves_function=False)
+    def visit_If(self, node: cst.If) -> None:
+        function = self.ctx.enclosing_function()
+        if function is not None and function in self.graph.top_level and self.deps(node.test):
+            self.graph.rank_tests.append((function, self._shape(node.test)))
 
     def visit_Call(self, node: cst.Call) -> None:
         self.graph.visit_Call(node)
@@ -780,45 +784,3 @@ def _chain(head: cst.If) -> list[cst.If]:
     while isinstance(members[-1].orelse, cst.If):
         members.append(members[-1].orelse)
     return members
-
-
-def excludes(test: cst.CSTNode, earlier: cst.CSTNode) -> bool:
-    """Whether `test` being true makes `earlier` false: ``in_order`` excludes
-    ``not in_order and should_log()``, so an ``elif in_order:`` branch does not
-    depend on the earlier test."""
-    negated = _negation(_subject(test))
-    todo = [earlier]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
-            todo += [node.left, node.right]
-        elif _subject(node) == negated:
-            return True
-    return False
-
-
-def _negation(text: str) -> str:
-    return text[4:] if text.startswith("not ") else f"not {text}"
-
-
-def polarity(test: cst.CSTNode) -> tuple[str, bool] | None:
-    """(subject, positive) for simple rank tests, to pair complementary guards.
-
-    ``rank == 0`` and ``rank != 0``, ``is_main`` and ``not is_main``,
-    ``local_rank not in [-1, 0]`` and ``local_rank == 0`` are complementary.
-    """
-    positive = True
-    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        positive, test = not positive, test.expression
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        operator = test.comparisons[0].operator
-        if isinstance(operator, (cst.NotEqual, cst.NotIn, cst.IsNot, cst.GreaterThan, cst.GreaterThanEqual)):
-            positive = not positive
-        return _subject(test.left), positive
-    if isinstance(test, (cst.Name, cst.Attribute, cst.Call)):
-        return _subject(test), positive
-    return None
-
-
-def _subject(node: cst.CSTNode) -> str:
-    return re.sub(r"\s+", " ", cst.Module([]).code_for_node(node)).strip()

@@ -3,7 +3,8 @@
 ``if rank == 0:`` lets one rank through and its ``else`` every rank but
 that one; ``if local_rank == 0:`` (or ``args.rank % ngpus_per_node == 0``)
 one per node; ``if rank != 0: return`` leaves one for the rest of the
-block; a guard that tests the rank any other way (``if rank in ranks:``,
+block; ``if rank != src:`` (``src`` the same on every rank) all but one
+and its ``else`` one; a guard that tests the rank any other way (``if rank in ranks:``,
 ``while step < rank_steps[rank]:``) some data-dependent set. Operands that
 are the same on every rank narrow nothing with ``and``; with ``or`` they
 make the set depend on the configuration, except an operand that holds only
@@ -19,8 +20,12 @@ are final.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ddplint.analysis import catalogue
-from ddplint.analysis.guards import NODE_ZERO, NONZERO, ONE, OTHER, ZERO, RankView, Runs, TestShape, larger, smaller
+from ddplint.analysis.guards import (
+    EQUAL, NODE_ZERO, NONZERO, NOT_ONE, ONE, OTHER, UNEQUAL, ZERO, RankView, Runs, TestShape, larger, smaller,
+)
 from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
@@ -56,7 +61,11 @@ class ShapeReader:
             op = "and" if isinstance(test.operator, cst.And) else "or"
             return TestShape(op, (self.of(test.left, depth), self.of(test.right, depth)))
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-            return self._leaf(test, self._comparison(test))
+            kind = self._comparison(test)
+            if kind in (EQUAL, UNEQUAL):
+                sides = (self.rank.deps(test.left), self.rank.deps(test.comparisons[0].comparator))
+                return replace(self._leaf(test, kind), sides=sides)
+            return self._leaf(test, kind)
         if isinstance(test, (cst.Name, cst.Attribute, cst.Call)):
             return self._predicate(test, depth)
         return self._leaf(test, OTHER)
@@ -107,10 +116,12 @@ class ShapeReader:
         number = _integer(value)
         if isinstance(operator, (cst.Equal, cst.NotEqual)):
             if number is None and not _is_last_rank(value):
-                return OTHER
+                if any(isinstance(side, (cst.BaseString, cst.Name)) and not _symbol(side) for side in (left, right)):
+                    return OTHER  # `device == "cuda"`, `flag == True`: not a rank number
+                return EQUAL if isinstance(operator, cst.Equal) else UNEQUAL  # `rank != src`
             if isinstance(operator, cst.Equal):
                 return self._zero(subject) if number == 0 else ONE
-            return NONZERO if number == 0 else OTHER  # `rank != 3`: all but one
+            return NONZERO if number == 0 else NOT_ONE  # `rank != 3`: all but one
         if number is not None and subject is left:
             if {cst.LessThan: number == 1, cst.LessThanEqual: number == 0}.get(type(operator)):
                 return self._zero(subject)
@@ -135,6 +146,8 @@ class RankSets:
         if shape.op == "leaf":
             if not self.rank.is_rank_dependent(shape.deps):
                 return Runs.ALL
+            if shape.kind in (EQUAL, UNEQUAL) and sum(map(self.rank.is_rank_dependent, shape.sides)) != 1:
+                return Runs.SOME  # `rank == peer_rank`: which ranks pass depends on the data
             return _leaf_runs(shape.kind, truthy)
         left, right = shape.children
         both = (shape.op == "and") == truthy  # every operand holds (or every one fails)
@@ -182,9 +195,9 @@ def _leaf_runs(kind: str, truthy: bool) -> Runs:
         return Runs.ONE if truthy else Runs.ALL_BUT_ONE
     if kind == NODE_ZERO:
         return Runs.PER_NODE if truthy else Runs.ALL_BUT_ONE
-    if kind == ONE:
+    if kind in (ONE, EQUAL):
         return Runs.ONE if truthy else Runs.ALL_BUT_ONE
-    if kind == NONZERO:
+    if kind in (NONZERO, NOT_ONE, UNEQUAL):
         return Runs.ALL_BUT_ONE if truthy else Runs.ONE
     return Runs.SOME
 
@@ -195,6 +208,11 @@ def _integer(node: cst.BaseExpression) -> int | None:
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
         return -int(node.expression.value, 0)
     return None
+
+
+def _symbol(node: cst.BaseExpression) -> bool:
+    """A name that may hold a rank number (not a string, `True`, `False`, `None`)."""
+    return isinstance(node, cst.Name) and node.value not in ("True", "False", "None")
 
 
 def _literals(node: cst.BaseExpression) -> set[int | None]:

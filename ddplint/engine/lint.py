@@ -126,6 +126,10 @@ def _lint_module(
     if collector is not None and summary is not None:
         if symbols:
             summary = summary.with_symbols(collector.symbols(lines or {}))
+            # Callers elsewhere can only take findings away: a module without any needs no relint for
+            # them, unless it has none because of them (then the index must go on giving them).
+            keep = bool(findings) or bool(facts.called_elsewhere)
+            summary = dataclasses.replace(summary, entries=collector.entries() if keep else ())
         if consulted:
             asked, called, collective = collector.consulted()
             summary = dataclasses.replace(summary, consulted=asked, called=called, collective_called=collective)

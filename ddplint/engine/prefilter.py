@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable
 from ddplint.analysis.catalogue import RANDOMNESS_TEXT, RANK_TEXT, covering_needles
 from ddplint.analysis.collectives import COLLECTIVE_FAMILIES
 from ddplint.analysis.data import ITERABLE_DATASETS, MAP_DATASETS
-from ddplint.analysis.distributed import launched_per_rank, runs_per_rank
+from ddplint.analysis.distributed import RANK_HELPER_IMPORT, launched_per_rank, runs_per_rank
 from ddplint.analysis.probe import AllOf, AnyOf, Probe
 
 if TYPE_CHECKING:
@@ -34,6 +34,8 @@ DISTRIBUTED_TEXT = AnyOf((
         re.compile(r"\b(?:import|from)\s+(?:accelerate|deepspeed|lightning|pytorch_lightning)\b"),
         words=True,
     ),
+    # A module testing its rank with a project helper (`from .utils.dist import is_main_process`).
+    RANK_HELPER_IMPORT,
     # A Hugging Face trainer script launched by torchrun (it reads WORLD_SIZE).
     Probe(
         ("LOCAL_RANK", "WORLD_SIZE"),

@@ -246,6 +246,11 @@ class SummaryCollector:
                     todo.extend(rank.targets_of(reference))
         return reached
 
+    def entries(self) -> tuple[str, ...]:
+        """The top-level functions judged entry points by their own body
+        (`ModuleSummary.entries`), whether or not another module calls them."""
+        return tuple(sorted(f.name.value for f in self.ctx.rank.execution.body_entries(elsewhere=False)))
+
     def symbols(self, lines: Mapping[str, int]) -> dict[str, Symbol]:
         """The module's top-level symbols with their facts.
 

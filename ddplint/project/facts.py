@@ -51,8 +51,12 @@ class FileFacts:
     #: that code in other modules calls on many ranks, with who runs them
     #: (a `Runs` member's name: ``ALL``, ``ALL_BUT_ONE``).
     callers: Mapping[str, str] = field(default_factory=dict)
+    #: The module's own top-level functions that other linted modules import
+    #: or call: their callers decide who runs them (`ModuleSummary.entries`).
+    called_elsewhere: frozenset[str] = frozenset()
 
     def __bool__(self) -> bool:
+        """Whether there are facts about imported names or about the module's callers."""
         return bool(self.facts) or bool(self.callers)
 
     def first(self, names: Iterable[str | None]) -> Fact | None:
@@ -74,7 +78,9 @@ class FileFacts:
 
     def digest(self) -> str:
         """A stable hash, part of the importing file's cache key."""
-        payload = json.dumps([sorted((k, v.to_json()) for k, v in self.facts.items()), sorted(self.callers.items())])
+        payload = json.dumps(
+            [sorted((k, v.to_json()) for k, v in self.facts.items()), sorted(self.callers.items()), sorted(self.called_elsewhere)]
+        )
         return hashlib.sha256(payload.encode()).hexdigest()
 
 

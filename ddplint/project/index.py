@@ -122,6 +122,7 @@ class ProjectIndex:
         self._lookups: dict[tuple[int, str], tuple[ModuleEntry, str] | None] = {}
         self._resolvable = _resolvable_names(self.entries)
         self._found: dict[str, tuple[ModuleEntry, str] | None] = {}
+        self._elsewhere: dict[str, set[str]] | None = None
         self.facts = self._solve()
         self.callers = self._callers()
         self._exported: dict[str, dict[str, Fact]] = {}
@@ -291,7 +292,55 @@ class ProjectIndex:
             fact = _beyond_catalogue(name, fact)
             if fact.relevant:
                 kept[name] = fact
-        return FileFacts(kept, self.callers.get(entry.display, {}))
+        elsewhere = self._called_elsewhere()
+        called = {symbol for name in entry.names for symbol in elsewhere.get(name, ())}
+        if entry.summary.entries:  # else a file linted alone (the editor): the project's answer for its module
+            called &= set(entry.summary.entries)
+        return FileFacts(kept, self.callers.get(entry.display, {}), frozenset(called))
+
+    # ------------------------------------------------------------ callers
+
+    def _called_elsewhere(self) -> dict[str, set[str]]:
+        """For each module with entry points by their body (`ModuleSummary.entries`),
+        those of its top-level names that another module imports by name
+        (a package's re-exports aside) or calls: module name -> names."""
+        if self._elsewhere is not None:
+            return self._elsewhere
+        found: dict[str, set[str]] = {}
+        wanted = {e.display for e in self.entries if e.summary.entries}
+        if wanted:
+            modules = {name for e in self.entries if e.display in wanted for name in e.names}
+            packages = {".".join(m.split(".")[: i + 1]) for m in modules for i in range(m.count("."))}
+            for entry in self.entries:
+                summary = entry.summary
+                names = list(summary.called)
+                if not entry.is_package:
+                    names += summary.aliases.values()
+                imported = {self.absolute(raw, entry) for raw in summary.aliases.values()}
+                if imported & (modules | packages):  # `import pkg.train as t; t.train_model()`
+                    names += self._used(entry)
+                for raw in names:
+                    target = self._symbol_of(raw, entry)
+                    if target is not None and target[0] is not entry and target[0].display in wanted:
+                        for name in target[0].names:
+                            found.setdefault(name, set()).add(target[1])
+        self._elsewhere = found
+        return found
+
+    def _symbol_of(self, raw: str, entry: ModuleEntry, depth: int = 0) -> tuple[ModuleEntry, str] | None:
+        """The module and top-level name `raw` (as `entry` spells it) denotes,
+        through re-exports; whether or not the name has facts."""
+        name = self.absolute(raw, entry)
+        if not name or depth > _MAX_DEPTH:
+            return None
+        module, _, symbol = name.rpartition(".")
+        target = self.modules.get(module)
+        if target is None:
+            return None
+        alias = target.summary.aliases.get(symbol)
+        if alias is not None:
+            return self._symbol_of(alias, target, depth + 1)
+        return target, symbol
 
     def _file_facts(self, entry: ModuleEntry) -> dict[str, Fact]:
         out: dict[str, Fact] = {}

@@ -99,7 +99,13 @@ class ModuleSummary:
             return False
         if self.runs_unknown is None or self.per_rank_calls is None:
             return True
-        return bool(changed & set(self.runs_unknown))
+        # A function its lint found unknown, or one whose runners came from
+        # the callers' facts it had then (`before`): those answers change.
+        return bool(changed & (set(self.runs_unknown) | set(before)))
+    #: Top-level functions the module does not call whose own body shows that
+    #: every rank runs them (`ExecutionModel.body_entries`): judged as such
+    #: unless another module imports or calls them.
+    entries: tuple[str, ...] = ()
 
     def with_symbols(self, symbols: Mapping[str, Symbol]) -> ModuleSummary:
         return replace(self, symbols={k: v for k, v in symbols.items() if not v.empty})
@@ -153,6 +159,7 @@ class ModuleSummary:
             "defined": list(self.defined),
             "per_rank_calls": None if self.per_rank_calls is None else [list(c) for c in self.per_rank_calls],
             "runs_unknown": None if self.runs_unknown is None else list(self.runs_unknown),
+            "entries": list(self.entries),
         }
 
     @classmethod
@@ -166,6 +173,7 @@ class ModuleSummary:
             None if consulted is None else tuple(consulted), tuple(data["called"]), tuple(data["collective_called"]),
             tuple(data.get("defined", ())), None if calls is None else tuple((q, runs) for q, runs in calls),
             None if (unknown := data.get("runs_unknown")) is None else tuple(unknown),
+            tuple(data.get("entries", ())),
         )  # fmt: skip
 
 

@@ -1,0 +1,51 @@
+"""Reading rank tests as text: which tests are complements of each other
+(``rank == 0`` / ``rank != 0``, ``is_main`` / ``not is_main``) and which
+exclude an earlier one. Pure syntax: no bindings, no ranks."""
+
+from __future__ import annotations
+
+import re
+
+from ddplint.lazy import cst
+
+
+def excludes(test: cst.CSTNode, earlier: cst.CSTNode) -> bool:
+    """Whether `test` being true makes `earlier` false: ``in_order`` excludes
+    ``not in_order and should_log()``, so an ``elif in_order:`` branch does not
+    depend on the earlier test."""
+    negated = _negation(_subject(test))
+    todo = [earlier]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+            todo += [node.left, node.right]
+        elif _subject(node) == negated:
+            return True
+    return False
+
+
+def _negation(text: str) -> str:
+    return text[4:] if text.startswith("not ") else f"not {text}"
+
+
+def polarity(test: cst.CSTNode) -> tuple[str, bool] | None:
+    """(subject, positive) for simple rank tests, to pair complementary guards.
+
+    ``rank == 0`` and ``rank != 0``, ``is_main`` and ``not is_main``,
+    ``local_rank not in [-1, 0]`` and ``local_rank == 0`` are complementary.
+    """
+    positive = True
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        positive, test = not positive, test.expression
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        operator = test.comparisons[0].operator
+        if isinstance(operator, (cst.NotEqual, cst.NotIn, cst.IsNot, cst.GreaterThan, cst.GreaterThanEqual)):
+            positive = not positive
+        return _subject(test.left), positive
+    if isinstance(test, (cst.Name, cst.Attribute, cst.Call)):
+        return _subject(test), positive
+    return None
+
+
+def _subject(node: cst.CSTNode) -> str:
+    return re.sub(r"\s+", " ", cst.Module([]).code_for_node(node)).strip()
