@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ddplint.analysis.catalogue import GLOBAL_RANK_TEXT
+from ddplint.analysis.guards import Site
 from ddplint.analysis.rank_kinds import GLOBAL, device_index_arguments, rank_kind
 from ddplint.lazy import cst
 from ddplint.model import Severity
@@ -87,38 +88,24 @@ class GlobalRankDevice(Rule):
         super().__init__(ctx)
         self.seen: set[int] = set()
         self.skip = False
-        #: Findings that relied on attribute assignments, checked again once
-        #: all of them are known: (call, statement, shown, snapshot).
-        self.pending: list[tuple[cst.Call, cst.CSTNode, str, dict]] = []
 
     def visit_Module(self, node: cst.Module) -> None:
         self.skip = is_test_file(self.ctx.path)  # single-node tests: the global rank is the local one
 
-    def visit_Call(self, node: cst.Call) -> None:
-        if self.skip:
-            return
-        ctx = self.ctx
-        for index in device_index_arguments(node, ctx):
-            consulted: set[str] = set()
-            if id(index) in self.seen or rank_kind(index, ctx, consulted=consulted) != GLOBAL:
-                continue
-            self.seen.add(id(index))
-            shown = ctx.module.code_for_node(index)
-            if consulted:  # `args.gpu = args.rank`: a later assignment may still change it
-                self.pending.append((node, ctx.statement(), shown, ctx.rank_kinds.snapshot(consulted)))
-            else:
-                self._report(node, shown)
+    def trigger_Call(self, node: cst.Call) -> bool:
+        return not self.skip and bool(device_index_arguments(node, self.ctx))
 
-    def finish(self) -> None:
-        for node, statement, shown, snapshot in self.pending:
-            if not self.ctx.rank_kinds.changed(snapshot):
-                self._report(node, shown, statement)
+    def check_Call(self, node: cst.Call, site: Site) -> None:
+        # After the walk every assignment of an attribute is known (`args.gpu = args.rank`, then `% ngpus`).
+        for index in device_index_arguments(node, self.ctx):
+            if id(index) not in self.seen and rank_kind(index, self.ctx) == GLOBAL:
+                self.seen.add(id(index))
+                self._report(node, self.ctx.module.code_for_node(index))
 
-    def _report(self, node: cst.Call, shown: str, statement: cst.CSTNode | None = None) -> None:
+    def _report(self, node: cst.Call, shown: str) -> None:
         self.report(
             node,
             f"`{shown}` is the global rank, but a GPU index must be local to the node: on the second "
             "node this asks for a device that does not exist; use `LOCAL_RANK` "
             f"(or `{shown} % torch.cuda.device_count()`)",
-            statement=statement,
         )

@@ -47,6 +47,7 @@ def probe() -> Iterator[type[Rule]]:
         name = "save-probe"
         severity = Severity.WARNING
         summary = "A test probe."
+        requires = frozenset({"rank"})
 
         def trigger_Call(self, node: cst.Call) -> bool:
             return self.ctx.qualified_name(node.func) is not None
@@ -114,3 +115,48 @@ def test_a_failing_check_switches_its_rule_off(probe) -> None:
     assert result.findings == ()
     assert len(result.notices) == 1 and "DDP988" in result.notices[0].message
     assert [name for _, name, _, _ in SEEN] == ["x.boom"]
+
+
+def test_a_check_without_the_rank_analysis_gets_a_plain_site() -> None:
+    class Plain(Rule):
+        """
+        ## What it does
+
+        Test probe.
+
+        ## Why is this bad?
+
+        It is a test.
+
+        ## Example
+
+        ```python
+        f()
+        ```
+
+        ## Use instead
+
+        ```python
+        pass
+        ```
+        """
+
+        code = "DDP987"
+        name = "plain-probe"
+        severity = Severity.NOTE
+        summary = "A test probe."
+
+        def check_Call(self, node: cst.Call, site) -> None:
+            assert not self.ctx.runs("rank") and site.guards == ()
+            function = site.function.name.value if site.function is not None else None
+            self.report(node, f"in {function}")
+
+    _rules_by_code.cache_clear()
+    _visitor_rules.cache_clear()
+    try:
+        result = check_source("f.py", "def g():\n    if x:\n        f()\n", Settings(rules=frozenset({"DDP987"})))
+        assert [(f.span.line, f.message) for f in result.findings] == [(3, "in g")] and not result.notices
+    finally:
+        _REGISTRY.pop("DDP987", None)
+        _rules_by_code.cache_clear()
+        _visitor_rules.cache_clear()

@@ -9,8 +9,9 @@ during the walk (only those the rule's optional ``trigger_<Node>(self, node)``
 accepts: keep it cheap, it runs in the walk) and calls the check after the
 walk, in source order, with the walk's position restored:
 
-* `site` is the rank analysis's `Site` of the node (guards, function, loops);
-  a rule with a check gets the rank analysis;
+* `site` is the node's `Site` (its statement and function; with the rank
+  analysis, which a rule asking who runs the node declares in `requires`,
+  also its guards and loops);
 * ``self.ctx.stack`` is the node's ancestors again, so `report` anchors the
   finding (and its ``# noqa``) at the node's statement with no ``statement=``;
 * names resolve as they did there (`qualified_name`, `values_of`): bindings
@@ -41,11 +42,6 @@ class Deferred:
     scopes: ScopeMark
 
 
-def has_checks(rule: type[Rule]) -> bool:
-    """Whether the rule defines a ``check_<Node>`` method."""
-    return any(name.startswith("check_") for name in dir(rule))
-
-
 class DeferredChecks:
     """Records the nodes the rules' checks want, then runs the checks."""
 
@@ -55,7 +51,8 @@ class DeferredChecks:
 
     def record(self, rule: Rule, node: cst.CSTNode, check: Callable[[cst.CSTNode, Site], None]) -> None:
         ctx = self.ctx
-        self.items.append(Deferred(rule, node, check, ctx.rank.site(node), tuple(ctx.stack), ctx.scopes.mark()))
+        site = ctx.rank.site(node) if ctx.runs("rank") else Site(node, ctx.statement(), (), ctx.enclosing_function())
+        self.items.append(Deferred(rule, node, check, site, tuple(ctx.stack), ctx.scopes.mark()))
 
     def run(self, active: Callable[[Rule], bool], fail: Callable[[Any, BaseException], None]) -> None:
         """Call every check whose rule is still on; a check that raises

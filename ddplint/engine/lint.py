@@ -17,7 +17,7 @@ import libcst as cst
 
 from ddplint.analysis.rewrite import ProposedFix
 from ddplint.config.settings import Settings
-from ddplint.engine.deferred import DeferredChecks, has_checks
+from ddplint.engine.deferred import DeferredChecks
 from ddplint.engine.findings import make_finding
 from ddplint.engine.fixes import resolve_fix
 from ddplint.engine.positions import comments, resolve_positions, to_span
@@ -90,8 +90,6 @@ def _lint_module(
     module's own functions and classes."""
     walker_stack: list[cst.CSTNode] = []
     requires = {name for rule in rules for name in rule.requires}
-    if any(has_checks(rule) for rule in rules):
-        requires.add("rank")  # a deferred check gets the node's `Site`
     consulted = summary is not None and summary.consulted is not None
     symbols = summary is not None and symbols
     calls = summary is not None and summary.per_rank_calls is None
