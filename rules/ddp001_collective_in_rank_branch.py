@@ -82,7 +82,16 @@ class CollectiveInRankBranch(Rule):
     or inside a rank-staggered block (`with accelerator.main_process_first():`,
     a module's own `torch_distributed_zero_first(...)`). A call of a function
     of the same module that performs a collective, directly or through other
-    functions, counts too; the message names the chain.
+    functions, counts too; the message names the chain. A rank-dependent
+    `break`/`return` inside a loop guards the loop's next pass, so the
+    collectives of the loop body (those before the exit too) are reached only
+    by the ranks that stay, unless the exit condition was all-reduced or
+    broadcast first. A helper whose every rank branch performs the same
+    collective (rank 0 broadcasts, the others receive) is a collective on
+    every call; literal arguments that switch a helper's collective off
+    (`fetch(name, sync=False)` for `if sync: dist.barrier()`), by position or
+    keyword, through helpers or as a default left standing, are not judged as
+    reaching it.
 
     *Rank-dependent* conditions are those built from `dist.get_rank()` and
     the like (through any import alias), the rank environment variables
