@@ -274,7 +274,12 @@ LIST_GROWERS = frozenset({"extend"})
 #: Text without which a module's functions and classes bring no per-rank
 #: randomness that other modules need to know of (a project fact): a model
 #: put in train mode and stepped, or noise drawn (`seeding.draws_noise`).
-RANDOMNESS_TEXT = ("randn", "randint", "rand_like", ".train(")
+#: Text of noise drawn in a module function (a fact only outside classes:
+#: `nn.Parameter(torch.randn(...))` in a model's `__init__` is no draw per rank).
+NOISE_TEXT = ("randn", "randint", "rand_like")
+#: Text of a trainer: a model put in train mode and optimisation steps taken.
+TRAIN_MODE_TEXT = (".train(",)
+STEP_TEXT = (".backward(", ".step(")
 #: Rank helpers a module imports by these names (``from .utils import
 #: is_main_process``, ``from utils.dist import get_rank``): whichever module
 #: defines them, importing one shows that the importer runs once per rank.

@@ -24,7 +24,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ddplint.analysis.data import is_dataloader, loader_arguments
-from ddplint.analysis.names import last_name
+from ddplint.analysis.names import dotted_name, last_name
 from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
 
@@ -114,10 +114,35 @@ def random_layer_call(call: cst.Call) -> bool:
 _DRAWS_TEXT = re.compile(r"\brandom\.\w+\(|\bnp\.random\.|\btorch\.(?:rand\w*|normal|bernoulli|multinomial)\(")
 
 
-def class_draws(code: str) -> bool:
-    """Whether a class's code (a Dataset's) builds random augmentation or
-    draws random numbers: what each rank's copy draws differs only by seed."""
-    return _RANDOM_LAYERS.search(code) is not None or _DRAWS_TEXT.search(code) is not None
+class ClassCalls:
+    """What the calls in a class's code show, noted call by call during the
+    walk: whether it builds random augmentation or draws random numbers (a
+    Dataset: what each rank's copy draws differs only by seed), and whether
+    it puts a model in train mode and takes optimisation steps (a trainer:
+    its `fit()` draws dropout masks per rank)."""
+
+    __slots__ = ("draws", "train_mode", "steps")
+
+    def __init__(self) -> None:
+        self.draws = self.train_mode = self.steps = False
+
+    @property
+    def trains(self) -> bool:
+        return self.train_mode and self.steps
+
+    def note(self, call: cst.Call) -> None:
+        method = last_name(call.func)
+        shown = dotted_name(call.func) or (f"_.{method}" if method else "")  # `loss.mean().backward()`
+        text = f"{shown}("
+        keywords = " ".join(a.keyword.value for a in call.args if a.keyword is not None)
+        if not self.draws and (
+            _RANDOM_LAYERS.search(text) or _DRAWS_TEXT.search(text) or (keywords and _RANDOM_LAYERS.search(keywords))
+        ):
+            self.draws = True
+        if not self.train_mode and sets_train_mode(call):
+            self.train_mode = True
+        if not self.steps and _STEP_TEXT.search(text):
+            self.steps = True
 
 
 def sets_train_mode(call: cst.Call) -> bool:
@@ -179,7 +204,6 @@ NOISE_DRAWS = frozenset(
     {"torch.randn", "torch.randn_like", "torch.rand", "torch.rand_like", "torch.randint", "torch.randint_like",
      "torch.normal", "torch.bernoulli"}
 )  # fmt: skip
-_TRAIN_MODE_TEXT = re.compile(r"\.train\(\s*(?:(?:mode\s*=\s*)?True\s*)?\)")
 _STEP_TEXT = re.compile(r"\.backward\(|\w*(?:optim|scaler|opt)\w*\.step\(", re.IGNORECASE)
 
 
@@ -189,12 +213,6 @@ def draws_noise(call: cst.Call, ctx: ModelView) -> bool:
     if isinstance(func, cst.Attribute) and func.attr.value in DRAW_METHODS:
         return True
     return bool(ctx.qualified_names(func) & NOISE_DRAWS)
-
-
-def class_trains(code: str) -> bool:
-    """Whether a class's code puts a model in train mode and takes optimisation
-    steps (a trainer: its `fit()` draws dropout masks per rank)."""
-    return _TRAIN_MODE_TEXT.search(code) is not None and _STEP_TEXT.search(code) is not None
 
 
 def is_draw(qualnames: frozenset) -> bool:

@@ -13,7 +13,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, Callable
 
-from ddplint.analysis.catalogue import RANDOMNESS_TEXT, RANK_TEXT, covering_needles
+from ddplint.analysis.catalogue import NOISE_TEXT, RANK_TEXT, STEP_TEXT, TRAIN_MODE_TEXT, covering_needles
 from ddplint.analysis.collectives import COLLECTIVE_FAMILIES
 from ddplint.analysis.data import ITERABLE_DATASETS, MAP_DATASETS
 from ddplint.analysis.distributed import RANK_HELPER_IMPORT, launched_per_rank, runs_per_rank
@@ -124,8 +124,10 @@ _SUMMARY_OTHER = AnyOf((
     Probe.of_words(("Dataset",)),
     Probe(_DATASET_BASES, re.compile(rf"\bclass\s+\w+\s*\([^)]*\b(?:{'|'.join(_DATASET_BASES)})\b")),
     Probe.of_substrings(("IterableDataset", "DataPipe", "builtins", "__builtin__")),
-    Probe.of_substrings(RANDOMNESS_TEXT),  # noise drawn, a model trained: per-rank randomness
+    AllOf((Probe.of_substrings(TRAIN_MODE_TEXT), Probe.of_substrings(STEP_TEXT))),  # a trainer: per-rank randomness
 ))  # fmt: skip
+#: Noise drawn (per-rank randomness), a fact of module functions only.
+_SUMMARY_NOISE = Probe.of_substrings(NOISE_TEXT)
 
 
 def summary_worthy(
@@ -142,13 +144,16 @@ def summary_worthy(
     if scan.has(_SUMMARY_OTHER):
         return True
     rank, extra = _SUMMARY_RANK, _rank_probe(rank_names)
-    collective = scan.has(_SUMMARY_COLLECTIVE)
-    if not (collective or scan.has(rank) or (extra is not None and scan.has(extra))):
+    collective, noise = scan.has(_SUMMARY_COLLECTIVE), scan.has(_SUMMARY_NOISE)
+    if not (collective or noise or scan.has(rank) or (extra is not None and scan.has(extra))):
         return False
     if outside_classes is None:
         return True
     narrow = TextScan(outside_classes())
-    return (collective and narrow.has(_SUMMARY_COLLECTIVE_NAMES)) or narrow.has(rank) or (extra is not None and narrow.has(extra))
+    return (
+        (collective and narrow.has(_SUMMARY_COLLECTIVE_NAMES)) or (noise and narrow.has(_SUMMARY_NOISE))
+        or narrow.has(rank) or (extra is not None and narrow.has(extra))
+    )  # fmt: skip
 
 
 @functools.lru_cache(maxsize=16)

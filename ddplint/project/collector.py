@@ -20,7 +20,7 @@ from ddplint.analysis.data import dataset_kind
 from ddplint.analysis.execution import Runs
 from ddplint.analysis.file_io import writes_a_path
 from ddplint.analysis.loops import is_step
-from ddplint.analysis.seeding import class_draws, class_trains, draws_noise, sets_train_mode
+from ddplint.analysis.seeding import ClassCalls, draws_noise, sets_train_mode
 from ddplint.lazy import cst
 from ddplint.project.summary import EXTERNAL_ROOTS, Symbol
 
@@ -46,6 +46,8 @@ class SummaryCollector:
 
     def __init__(self, ctx: SemanticModel, symbols: bool = True, consulted: bool = True, calls: bool = False) -> None:
         self.ctx = ctx
+        #: The top-level class being walked, with what the summary needs of it.
+        self._class: tuple[cst.ClassDef, str | None, tuple[str, ...], ClassCalls] | None = None
         self.symbols_wanted = symbols
         self.consulted_wanted = consulted
         self.calls_wanted = calls
@@ -102,15 +104,23 @@ class SummaryCollector:
             self.called |= bases  # a Dataset base class from another module
         if self.symbols_wanted and self._top_level():
             via = tuple(sorted(q for q in bases if not _external(q)))
-            kind = dataset_kind(node, self.ctx)
-            code = self.ctx.module.code_for_node(node) if kind is not None or "train(" in self.ctx.source else ""
-            # A Dataset that draws per sample, or a trainer whose methods step a model in train mode.
-            random = (kind is not None and class_draws(code)) or class_trains(code)
-            self.classes.setdefault(node.name.value, Symbol(dataset=kind, dataset_via=via, random=random))
+            self._class = (node, dataset_kind(node, self.ctx), via, ClassCalls())
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        if self._class is None or self._class[0] is not node:
+            return
+        _, kind, via, calls = self._class
+        self._class = None
+        # A Dataset that draws per sample, or a trainer whose methods step a model in train mode
+        # (read from the calls the walk saw in it: regenerating a class's code cost more than the walk).
+        random = (kind is not None and calls.draws) or calls.trains
+        self.classes.setdefault(node.name.value, Symbol(dataset=kind, dataset_via=via, random=random))
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         func = node.func
+        if self._class is not None:
+            self._class[3].note(node)
         called = ctx.scopes.imported_qualnames(func)
         linted = tuple(q for q in called if not _external(q))  # names a linted module may define
         if linted and self.calls_wanted and ctx.runs("rank"):
