@@ -15,6 +15,7 @@ from ddplint.analysis.seeding import (
     is_draw,
     is_hf_trainer,
     from_worker_seed,
+    model_draws_in_train,
     random_layer_call,
     seed_call,
     sets_train_mode,
@@ -71,7 +72,9 @@ class RankUnawareSeed(Rule):
     configured in the module, random draws in the training loop or what it
     calls, training steps on a model put in train mode (`model.train()`:
     its dropout draws on every forward, even where the model's code is
-    elsewhere), or a Dataset whose samples are drawn at random, defined in the
+    elsewhere; not when the model is a class of the module visibly free of
+    randomness: torch.nn layers without dropout, no drop-path, no dropout
+    rate configured, nothing drawn in its `forward`), or a Dataset whose samples are drawn at random, defined in the
     module or in another linted module (SwAV's `MultiCropDataset`, an
     `ImageFolder` subclass with random crops in `src/`). A module that
     seeds nothing at all is DDP024's (off by default).
@@ -166,7 +169,8 @@ class RankUnawareSeed(Rule):
         names = ctx.qualified_names(node.func)
         if is_draw(names) or (isinstance(node.func, cst.Attribute) and node.func.attr.value in DRAW_METHODS):
             self.draws.append(ctx.rank.site(node))
-        if sets_train_mode(node):
+        if sets_train_mode(node) and model_draws_in_train(node.func.value, ctx) is not False:
+            # a model visibly free of randomness (no dropout, no noise in its forward) draws nothing per rank
             self.train_modes.append(ctx.rank.site(node))
         self.worker_inits.update(worker_init_functions(node, ctx))
         if is_hf_trainer(names):

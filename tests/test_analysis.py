@@ -292,3 +292,70 @@ _MLP = "class Mlp(nn.Module):\n    def __init__(self):\n        super().__init__
 def test_module_buffers(source: str, expected) -> None:
     _, (probe,) = walk("import torch\nfrom torch import nn\n" + source, _BuffersProbe)
     assert probe.seen == [expected]
+
+
+class _TrainRandomnessProbe:
+    def __init__(self, ctx) -> None:
+        self.ctx, self.seen = ctx, []
+
+    def visit_Call(self, node) -> None:
+        from ddplint.analysis.seeding import model_draws_in_train
+
+        if isinstance(node.func, cst.Name) and node.func.value == "probe":
+            self.seen.append(model_draws_in_train(node.args[0].value, self.ctx))
+
+
+_NET = (
+    "class Net(nn.Module):\n"
+    "    def __init__(self, dim=8, rate=0.0):\n"
+    "        super().__init__()\n"
+    "        self.fc = nn.Linear(dim, dim)\n"
+    "{init}"
+    "    def forward(self, x):\n"
+    "{forward}"
+    "        return self.fc(x)\n"
+)
+
+
+def _net(init: str = "", forward: str = "") -> str:
+    return _NET.format(init=init, forward=forward)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (_net() + "probe(Net())", False),
+        (_net() + "m = Net().cuda()\nm = torch.compile(m)\nm = DDP(m, device_ids=[0])\nprobe(m.module)", False),
+        (_net("        self.drop = nn.Dropout(0.1)\n") + "probe(Net())", True),
+        (_net("        self.drop = nn.Dropout(p=0.0)\n") + "probe(Net())", False),
+        (_net("        self.attn = nn.MultiheadAttention(8, 2, dropout=rate)\n") + "probe(Net())", True),
+        (_net("        self.attn = nn.MultiheadAttention(8, 2, dropout=0.0)\n") + "probe(Net())", False),
+        (_net("        self.layer = nn.TransformerEncoderLayer(8, 2)\n") + "probe(Net())", True),
+        (_net("        self.layer = nn.TransformerEncoderLayer(8, 2, dropout=0)\n") + "probe(Net())", False),
+        (_net("        self.path = DropPath(0.1)\n") + "probe(Net())", True),
+        (_net(forward="        x = F.dropout(x, 0.1, self.training)\n") + "probe(Net())", True),
+        (_net(forward="        x = x + torch.randn_like(x) if self.training else x\n") + "probe(Net())", True),
+        (_net(forward="        x = self.noise(x)\n") + "    def noise(self, x):\n        return x * torch.rand(1)\nprobe(Net())", True),
+        (_net() + "probe(Net(rate=0.1, attn_pdrop=0.1))", True),
+        (_net("        self.body = timm.create_model('vit')\n", "        x = self.body(x)\n") + "probe(Net())", None),
+        (_net("        self.settings = load_settings()\n") + "probe(Net())", False),
+        ("class Wrap(nn.Module):\n    def __init__(self, inner):\n        super().__init__()\n        self.inner = inner\n"
+         "    def forward(self, x):\n        return self.inner(x)\nprobe(Wrap(backbone))", None),
+        ("class Blk(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.d = nn.Dropout(0.2)\n"
+         "class Stack(nn.Module):\n    def __init__(self):\n        super().__init__()\n        blocks = []\n"
+         "        for _ in range(4):\n            blocks.append(Blk())\n        self.blocks = nn.ModuleList(blocks)\n"
+         "probe(Stack())", True),
+        ("probe(AutoModel.from_pretrained('bert-base-uncased'))", None),
+        ("probe(model)", None),
+        ("probe(nn.Sequential(nn.Linear(2, 2), nn.ReLU()))", False),
+        ("probe(nn.Sequential(nn.Linear(2, 2), nn.Dropout()))", True),
+    ],
+)
+def test_model_draws_in_train(source: str, expected) -> None:
+    header = (
+        "import torch, timm\nfrom torch import nn\nimport torch.nn.functional as F\n"
+        "from torch.nn.parallel import DistributedDataParallel as DDP\nfrom transformers import AutoModel\n"
+        "from timm.layers import DropPath\n"
+    )
+    _, (probe,) = walk(header + source, _TrainRandomnessProbe)
+    assert probe.seen == [expected]

@@ -280,6 +280,33 @@ NOISE_TEXT = ("randn", "randint", "rand_like")
 #: Text of a trainer: a model put in train mode and optimisation steps taken.
 TRAIN_MODE_TEXT = (".train(",)
 STEP_TEXT = (".backward(", ".step(")
+
+#: torch.nn layers that draw random numbers in train mode.
+RANDOM_NN_LAYERS = frozenset({
+    "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "RReLU",
+})  # fmt: skip
+#: torch.nn layers whose `dropout` argument defaults to a non-zero rate (0.1).
+DROPOUT_BY_DEFAULT = frozenset({"Transformer", "TransformerEncoderLayer", "TransformerDecoderLayer"})
+#: torch.nn.functional calls (and torch's own) that draw in training.
+RANDOM_FUNCTIONS = frozenset({
+    "torch.nn.functional.dropout", "torch.nn.functional.dropout1d", "torch.nn.functional.dropout2d",
+    "torch.nn.functional.dropout3d", "torch.nn.functional.alpha_dropout", "torch.nn.functional.feature_alpha_dropout",
+    "torch.nn.functional.rrelu", "torch.nn.functional.gumbel_softmax", "torch.dropout", "torch.alpha_dropout",
+    "torch.feature_dropout", "torch.feature_alpha_dropout", "torch.rrelu",
+})  # fmt: skip
+#: Names of layers and helpers that draw in training whoever defines them
+#: (`DropPath`, timm's `drop_path`, torchvision's `StochasticDepth`), and
+#: keyword arguments that set a dropout rate (`dropout=`, `drop_rate=`,
+#: `attn_pdrop=`, `hidden_dropout_prob=`, `dropout_p=`): a rate other than a
+#: literal zero may draw.
+RANDOM_LAYER_NAME = r"(?i:drop_?(?:out|path|rate|_prob|_p\b))|(?i:pdrop)|StochasticDepth|\bstochastic_depth\b"
+#: Wrappers and conversions that return the model they are given (its first argument, or `module=`).
+MODEL_WRAPPERS = frozenset({
+    "torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+    "torch.compile", "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
+})  # fmt: skip
+#: Methods of a module that return it (or it in place): `model.cuda()`, `model.to(device)`.
+MODULE_RETURNING_METHODS = frozenset({"to", "cuda", "cpu", "float", "half", "bfloat16", "double", "to_empty", "train", "requires_grad_"})
 #: Rank helpers a module imports by these names (``from .utils import
 #: is_main_process``, ``from utils.dist import get_rank``): whichever module
 #: defines them, importing one shows that the importer runs once per rank.
