@@ -9,7 +9,7 @@ from ddplint.analysis.blocks import leaves_after
 from ddplint.analysis.execution import Runs
 from ddplint.analysis.names import last_name
 from ddplint.analysis.rank import Site
-from ddplint.analysis.rank_zero import RankZeroTests
+from ddplint.analysis.rank_zero import RankZeroTests, replaces_print, sets_print
 from ddplint.analysis.rewrite import ProposedFix
 from ddplint.lazy import cst
 from ddplint.model import Severity
@@ -40,8 +40,6 @@ RANK_AWARE_LOGGER_FACTORIES = frozenset({"accelerate.logging.get_logger"})
 #: Helpers that replace `builtins.print` with a rank-0-only version (DETR,
 #: DeiT, MAE, torchvision's references: `utils.init_distributed_mode(args)`).
 PRINT_SILENCERS = frozenset({"init_distributed_mode", "setup_for_distributed"})
-#: `builtins.print = print_pass` (MoCo, SimSiam), Python 2's `__builtin__` too.
-PRINT_TARGETS = frozenset({"builtins.print", "__builtin__.print"})
 #: Functions that set up logging; given the rank, they set it up per rank.
 _LOGGER_SETUP = re.compile(r"^(?:setup|set_up|create|init|build|get|make)_?(?:logging|logger)s?$", re.IGNORECASE)
 #: A keyword that names the ranks a logger call emits on (ColossalAI's `logger.info(msg, ranks=[0])`).
@@ -152,14 +150,14 @@ class UnguardedLog(Rule):
         self.rank_zero.note(node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            if self.ctx.qualified_names(target.target) & PRINT_TARGETS:
-                self.print_silenced = True
+        # `builtins.print = print_pass` (MoCo, SimSiam), in a function of the module or at its top.
+        if any(replaces_print(t.target, self.ctx) for t in node.targets):
+            self.print_silenced = True
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         name = last_name(node.func) or ""
-        if name in PRINT_SILENCERS or self._imported_silencer(node.func):
+        if name in PRINT_SILENCERS or self._imported_silencer(node.func) or sets_print(node, ctx):
             self.print_silenced = True
         if isinstance(node.func, cst.Name) and _LOGGER_SETUP.search(name):
             self.levels.append((None, ctx.rank.deps_of_all(a.value for a in node.args)))

@@ -8,6 +8,7 @@ import textwrap
 import libcst as cst
 import pytest
 
+from ddplint.analysis.rank_zero import replaces_print, sets_print
 from ddplint.config import Settings
 from ddplint.rule import FileContext
 from ddplint.engine.walker import Walker
@@ -292,3 +293,37 @@ _MLP = "class Mlp(nn.Module):\n    def __init__(self):\n        super().__init__
 def test_module_buffers(source: str, expected) -> None:
     _, (probe,) = walk("import torch\nfrom torch import nn\n" + source, _BuffersProbe)
     assert probe.seen == [expected]
+
+
+class _PrintReplacements:
+    """Records which assignments and calls replace `print` for the process."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx, self.found = ctx, []
+
+    def visit_Assign(self, node) -> None:
+        self.found.append(any(replaces_print(t.target, self.ctx) for t in node.targets))
+
+    def visit_Call(self, node) -> None:
+        if sets_print(node, self.ctx):
+            self.found.append(True)
+
+
+@pytest.mark.parametrize(
+    ("statement", "replaces"),
+    [
+        ("builtins.print = quiet", True),
+        ("builtins.__dict__['print'] = quiet", True),
+        ("__builtins__.print = quiet", True),
+        ("__builtins__['print'] = quiet", True),
+        ("setattr(builtins, 'print', quiet)", True),
+        ("builtins.input = quiet", False),
+        ("builtins.__dict__['input'] = quiet", False),
+        ("setattr(builtins, 'input', quiet)", False),
+        ("config['print'] = quiet", False),
+        ("args.print = quiet", False),
+    ],
+)
+def test_print_replacements(statement: str, replaces: bool) -> None:
+    _, (probe,) = walk(f"import builtins\ndef silence(quiet):\n    {statement}\n", _PrintReplacements)
+    assert any(probe.found) is replaces

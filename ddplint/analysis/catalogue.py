@@ -284,3 +284,10 @@ RANK_HELPER_NAMES = texts(CALL) | texts(NAME, MAIN, NODE_MAIN)
 #: (``save_on_master``, ``log_rank0``): a rank test in its body does not make
 #: it an entry point that every rank runs.
 ONE_RANK_FUNCTION_WORDS = ("master", "main_process", "rank0", "rank_0", "rank_zero", "zero_rank", "primary", "leader")
+
+#: What replaces `print` for the whole process when assigned (MoCo's
+#: `builtins.print = print_pass`, Python 2's `__builtin__`); `__builtins__`
+#: is the module's own reference to it (`__builtins__.print = ...`, or its
+#: dict: `__builtins__["print"] = ...`).
+PRINT_TARGETS = frozenset({"builtins.print", "__builtin__.print"})
+BUILTINS_MODULES = frozenset({"builtins", "__builtin__"})
