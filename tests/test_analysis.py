@@ -65,6 +65,12 @@ def test_distributed_imports(source: str, distributed: bool) -> None:
         ("import torch.distributed as dist\nif dist.get_rank() == 0:\n    pass", True),
         ("import os\nimport torch.distributed as dist\nlocal_rank = int(os.environ['LOCAL_RANK'])", True),
         ("import lightning as L\ntrainer = L.Trainer()", True),
+        # A Fabric or Trainer of one device on one node is one process.
+        ("import lightning as L\nfabric = L.Fabric(devices=1, precision='bf16-true')", False),
+        ("from lightning import Trainer\ntrainer = Trainer(devices=1, num_nodes=1)", False),
+        ("import lightning as L\nfabric = L.Fabric(devices=1, num_nodes=2)", True),
+        ("import lightning as L\nfabric = L.Fabric(devices=1)\nother = L.Fabric(devices=4)", True),
+        ("import lightning as L\nfabric = L.Fabric(**config)", True),
         # A rank compared with 0, or a project's rank helper imported by its conventional name.
         ("import torch.distributed as dist\ndef f(rank):\n    if rank == 0:\n        pass", True),
         ("from .utils.dist import is_main_process\nif is_main_process():\n    pass", True),

@@ -187,6 +187,12 @@ FRAMEWORK_TYPES: tuple[FrameworkType, ...] = (
                   frozenset({"fabric"}), ("lightning", "lightning_fabric")),
 )  # fmt: skip
 
+#: Framework launchers that start one process per device: built with
+#: `devices=1` (and one node), the script is a single process.
+DEVICE_LAUNCHERS = frozenset(
+    name for framework in FRAMEWORK_TYPES if framework.key in (LIGHTNING_TRAINER, FABRIC) for name in framework.classes
+)
+
 #: Collective methods of framework objects: (type, method) -> why.
 #: Lightning's `Trainer.save_checkpoint` writes on rank 0 and ends in
 #: `strategy.barrier()`; Fabric's `save`/`load` must be called on every process.
