@@ -297,3 +297,7 @@ ONE_RANK_FUNCTION_WORDS = ("master", "main_process", "rank0", "rank_0", "rank_ze
 #: dict: `__builtins__["print"] = ...`).
 PRINT_TARGETS = frozenset({"builtins.print", "__builtin__.print"})
 BUILTINS_MODULES = frozenset({"builtins", "__builtin__"})
+
+#: Calls that configure what a `logging` logger emits: under a rank test (or
+#: given a rank-dependent level), the logger speaks on some ranks only.
+LOGGING_CONFIGURATION = frozenset({"addHandler", "setLevel", "addFilter", "basicConfig"})

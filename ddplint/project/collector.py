@@ -15,6 +15,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from ddplint.analysis.callgraph import in_main_block
+from ddplint.analysis.catalogue import LOGGING_CONFIGURATION
 from ddplint.analysis.classes import imported_bases
 from ddplint.analysis.collectives import CollectiveChains, Performer, collective_name, in_lazy_initialization
 from ddplint.analysis.data import dataset_kind
@@ -61,6 +62,9 @@ class SummaryCollector:
         self.calls: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, tuple]]] = defaultdict(list)
         self.imported_calls: dict[cst.FunctionDef, list[tuple[str, cst.BaseExpression, tuple]]] = defaultdict(list)
         self.silencers: set[cst.FunctionDef] = set()
+        #: Calls configuring a `logging` logger (`addHandler`, `setLevel`), per
+        #: function: their guards and the rank dependence of their arguments.
+        self.logging_setups: dict[cst.FunctionDef, list[tuple[tuple, object]]] = defaultdict(list)
         #: The module replaces `builtins.print` when it is imported (at its top level).
         self.silences_on_import = False
         #: Functions that draw noise, put a model in train mode, take a step.
@@ -136,6 +140,9 @@ class SummaryCollector:
         function = ctx.enclosing_function()
         if function not in self.module_functions:
             return
+        if isinstance(func, cst.Attribute) and func.attr.value in LOGGING_CONFIGURATION and ctx.runs("rank"):
+            arguments = ctx.rank.deps_of_all(a.value for a in node.args)
+            self.logging_setups[function].append((ctx.rank.guards()[0], arguments))
         if draws_noise(node, ctx):
             self.noise.add(function)
         elif sets_train_mode(node):
@@ -295,11 +302,22 @@ class SummaryCollector:
                 # Per-rank randomness each call brings: noise drawn, or a model stepped in train mode.
                 random=bool(reach & self.noise) or bool(reach & self.train_modes and reach & self.steps),
                 silences_via=tuple(sorted({q for g in reach for q, _, _ in self.imported_calls.get(g, ())})),
+                silences_logging=any(self._configures_logging_per_rank(g) for g in reach),
             )
         for name, symbol in self.classes.items():
             # Instantiating a class of a module that silences `print` on import: it was imported.
             symbols[name] = dataclasses.replace(symbol, line=lines.get(name, 0), silences_print=self.silences_on_import)
         return symbols
+
+    def _configures_logging_per_rank(self, function: cst.FunctionDef) -> bool:
+        """A handler added (a level set) on some ranks only, or a level
+        that depends on the rank (dinov2's and Detectron2's `setup_logging`:
+        stdout on the main process only, a `.rankN` file for the others)."""
+        rank = self.ctx.rank
+        return any(
+            rank.selects_ranks(guards) or rank.is_rank_dependent(arguments)  # type: ignore[arg-type]
+            for guards, arguments in self.logging_setups.get(function, ())
+        )
 
     def _callees(self, function: cst.FunctionDef, all_calls: bool) -> list[cst.FunctionDef]:
         return [c for c, condition in self.calls.get(function, ()) if all_calls or self._every_call(condition)]
