@@ -250,7 +250,11 @@ class RankAnalysis:
                 with self._tracing_imports() as seen:
                     deps = self.deps(node.value)
                 self.module_values[target.target.value] = (deps, seen)
-        if isinstance(node.targets[0].target, cst.Name) and not is_none_literal(node.value):
+        bound = node.targets[0].target
+        if (
+            isinstance(bound, cst.Name) and not is_none_literal(node.value)
+            and any(is_none_literal(v) for v in self.ctx.values_of(bound))  # (the binding before this one)
+        ):
             # `writer = SummaryWriter(...)` under `if rank == 0:`, after `writer = None`.
             guards = tuple(
                 g for g in self.guards()[0]
