@@ -7,9 +7,10 @@ from dataclasses import dataclass
 
 from ddplint.analysis.blocks import leaves_after
 from ddplint.analysis.execution import Runs
+from ddplint.analysis.guards import DIRECT
 from ddplint.analysis.names import last_name
 from ddplint.analysis.rank import Site
-from ddplint.analysis.rank_zero import RankZeroTests
+from ddplint.analysis.rank_zero import RankZeroTests, replaces_print, sets_print
 from ddplint.analysis.rewrite import ProposedFix
 from ddplint.lazy import cst
 from ddplint.model import Severity
@@ -40,8 +41,6 @@ RANK_AWARE_LOGGER_FACTORIES = frozenset({"accelerate.logging.get_logger"})
 #: Helpers that replace `builtins.print` with a rank-0-only version (DETR,
 #: DeiT, MAE, torchvision's references: `utils.init_distributed_mode(args)`).
 PRINT_SILENCERS = frozenset({"init_distributed_mode", "setup_for_distributed"})
-#: `builtins.print = print_pass` (MoCo, SimSiam), Python 2's `__builtin__` too.
-PRINT_TARGETS = frozenset({"builtins.print", "__builtin__.print"})
 #: Functions that set up logging; given the rank, they set it up per rank.
 _LOGGER_SETUP = re.compile(r"^(?:setup|set_up|create|init|build|get|make)_?(?:logging|logger)s?$", re.IGNORECASE)
 #: A keyword that names the ranks a logger call emits on (ColossalAI's `logger.info(msg, ranks=[0])`).
@@ -152,15 +151,16 @@ class UnguardedLog(Rule):
         self.rank_zero.note(node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            if self.ctx.qualified_names(target.target) & PRINT_TARGETS:
-                self.print_silenced = True
+        # `builtins.print = print_pass` (MoCo, SimSiam), in a function of the module or at its top.
+        if any(replaces_print(t.target, self.ctx) for t in node.targets):
+            self.print_silenced = True
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         name = last_name(node.func) or ""
-        if name in PRINT_SILENCERS or self._imported_silencer(node.func):
+        if name in PRINT_SILENCERS or sets_print(node, ctx):
             self.print_silenced = True
+        self._imported_helper(node.func)
         if isinstance(node.func, cst.Name) and _LOGGER_SETUP.search(name):
             self.levels.append((None, ctx.rank.deps_of_all(a.value for a in node.args)))
         names = ctx.qualified_names(node.func)
@@ -199,13 +199,18 @@ class UnguardedLog(Rule):
             todo.extend(c for c in current.children if isinstance(c, cst.BaseExpression) or isinstance(c, cst.FormattedStringExpression))
         return False
 
-    def _imported_silencer(self, func: cst.BaseExpression) -> bool:
-        """A helper from another linted module that replaces `builtins.print`."""
+    def _imported_helper(self, func: cst.BaseExpression) -> None:
+        """A helper from another linted module that replaces `builtins.print`,
+        or that configures `logging` per rank (also through the helpers it
+        calls): it quiets `print`, or the module's `logging` loggers, on the other ranks."""
         facts = self.ctx.facts
-        if not facts:
-            return False
-        fact = facts.first(self.ctx.scopes.imported_qualnames(func))
-        return fact is not None and fact.silences_print
+        fact = facts.first(self.ctx.scopes.imported_qualnames(func)) if facts else None
+        if fact is None:
+            return
+        if fact.silences_print:
+            self.print_silenced = True
+        if fact.silences_logging:
+            self.levels.append((None, _RANK))
 
     def _logging_call(self, node: cst.Call, func: cst.Attribute, shown: _Shown) -> None:
         ctx = self.ctx
@@ -321,6 +326,9 @@ class _Shown:
     def __str__(self) -> str:
         return f"`{self.module.code_for_node(self.func)}(...)`"
 
+
+#: The rank dependence of a logging set-up done per rank by an imported helper.
+_RANK = frozenset({DIRECT})
 
 _WRITER, _PROGRESS, _PRINT, _TRACKER, _LOGGER = "writer", "progress", "print", "tracker", "logger"
 #: Output that is only a problem when it repeats.

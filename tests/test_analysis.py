@@ -8,6 +8,7 @@ import textwrap
 import libcst as cst
 import pytest
 
+from ddplint.analysis.rank_zero import replaces_print, sets_print
 from ddplint.config import Settings
 from ddplint.rule import FileContext
 from ddplint.engine.walker import Walker
@@ -64,6 +65,12 @@ def test_distributed_imports(source: str, distributed: bool) -> None:
         ("import torch.distributed as dist\nif dist.get_rank() == 0:\n    pass", True),
         ("import os\nimport torch.distributed as dist\nlocal_rank = int(os.environ['LOCAL_RANK'])", True),
         ("import lightning as L\ntrainer = L.Trainer()", True),
+        # A Fabric or Trainer of one device on one node is one process.
+        ("import lightning as L\nfabric = L.Fabric(devices=1, precision='bf16-true')", False),
+        ("from lightning import Trainer\ntrainer = Trainer(devices=1, num_nodes=1)", False),
+        ("import lightning as L\nfabric = L.Fabric(devices=1, num_nodes=2)", True),
+        ("import lightning as L\nfabric = L.Fabric(devices=1)\nother = L.Fabric(devices=4)", True),
+        ("import lightning as L\nfabric = L.Fabric(**config)", True),
         # A rank compared with 0, or a project's rank helper imported by its conventional name.
         ("import torch.distributed as dist\ndef f(rank):\n    if rank == 0:\n        pass", True),
         ("from .utils.dist import is_main_process\nif is_main_process():\n    pass", True),
@@ -359,3 +366,35 @@ def test_model_draws_in_train(source: str, expected) -> None:
     )
     _, (probe,) = walk(header + source, _TrainRandomnessProbe)
     assert probe.seen == [expected]
+class _PrintReplacements:
+    """Records which assignments and calls replace `print` for the process."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx, self.found = ctx, []
+
+    def visit_Assign(self, node) -> None:
+        self.found.append(any(replaces_print(t.target, self.ctx) for t in node.targets))
+
+    def visit_Call(self, node) -> None:
+        if sets_print(node, self.ctx):
+            self.found.append(True)
+
+
+@pytest.mark.parametrize(
+    ("statement", "replaces"),
+    [
+        ("builtins.print = quiet", True),
+        ("builtins.__dict__['print'] = quiet", True),
+        ("__builtins__.print = quiet", True),
+        ("__builtins__['print'] = quiet", True),
+        ("setattr(builtins, 'print', quiet)", True),
+        ("builtins.input = quiet", False),
+        ("builtins.__dict__['input'] = quiet", False),
+        ("setattr(builtins, 'input', quiet)", False),
+        ("config['print'] = quiet", False),
+        ("args.print = quiet", False),
+    ],
+)
+def test_print_replacements(statement: str, replaces: bool) -> None:
+    _, (probe,) = walk(f"import builtins\ndef silence(quiet):\n    {statement}\n", _PrintReplacements)
+    assert any(probe.found) is replaces

@@ -187,6 +187,12 @@ FRAMEWORK_TYPES: tuple[FrameworkType, ...] = (
                   frozenset({"fabric"}), ("lightning", "lightning_fabric")),
 )  # fmt: skip
 
+#: Framework launchers that start one process per device: built with
+#: `devices=1` (and one node), the script is a single process.
+DEVICE_LAUNCHERS = frozenset(
+    name for framework in FRAMEWORK_TYPES if framework.key in (LIGHTNING_TRAINER, FABRIC) for name in framework.classes
+)
+
 #: Collective methods of framework objects: (type, method) -> why.
 #: Lightning's `Trainer.save_checkpoint` writes on rank 0 and ends in
 #: `strategy.barrier()`; Fabric's `save`/`load` must be called on every process.
@@ -316,3 +322,14 @@ RANK_HELPER_NAMES = texts(CALL) | texts(NAME, MAIN, NODE_MAIN)
 #: (``save_on_master``, ``log_rank0``): a rank test in its body does not make
 #: it an entry point that every rank runs.
 ONE_RANK_FUNCTION_WORDS = ("master", "main_process", "rank0", "rank_0", "rank_zero", "zero_rank", "primary", "leader")
+
+#: What replaces `print` for the whole process when assigned (MoCo's
+#: `builtins.print = print_pass`, Python 2's `__builtin__`); `__builtins__`
+#: is the module's own reference to it (`__builtins__.print = ...`, or its
+#: dict: `__builtins__["print"] = ...`).
+PRINT_TARGETS = frozenset({"builtins.print", "__builtin__.print"})
+BUILTINS_MODULES = frozenset({"builtins", "__builtin__"})
+
+#: Calls that configure what a `logging` logger emits: under a rank test (or
+#: given a rank-dependent level), the logger speaks on some ranks only.
+LOGGING_CONFIGURATION = frozenset({"addHandler", "setLevel", "addFilter", "basicConfig"})

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from ddplint.analysis.catalogue import PER_RANK_WORDS, RANK_HELPER_NAMES
+from ddplint.analysis.catalogue import DEVICE_LAUNCHERS, PER_RANK_WORDS, RANK_HELPER_NAMES
 from ddplint.analysis.names import dotted_name
 from ddplint.analysis.probe import AnyOf, Probe
 from ddplint.analysis.scope import ScopeTracker, import_bindings, import_from_module
@@ -104,7 +104,19 @@ class DistributedContext:
         #: A Hugging Face trainer is imported: with torchrun it runs as one process per rank.
         self.hf_trainer = False
         #: A process group of one process only (`init_process_group(..., world_size=1)`).
-        self.one_process = False
+        self._one_group = False
+        #: Fabric/Lightning `Trainer`s built for one device on one node, and those built otherwise.
+        self._one_device = False
+        self._many_devices = False
+        #: `init_process_group` calls that do not say the group has one process.
+        self._other_groups = False
+
+    @property
+    def one_process(self) -> bool:
+        """The module runs as one process: it joins a group of one, or its only
+        launcher is a Fabric/`Trainer` of one device (`L.Fabric(devices=1)`,
+        litgpt's generation scripts); final after the walk."""
+        return self._one_group or (self._one_device and not self._many_devices and not self._other_groups)
 
     def leave_Import(self, node: cst.Import) -> None:
         if not self.found:
@@ -140,10 +152,30 @@ class DistributedContext:
         if name in _INIT_CALLS:
             self.found = True
             if any(_one_process(a) for a in node.args):
-                self.one_process = True
+                self._one_group = True
+            else:
+                self._other_groups = True
             return
+        if name in ("Fabric", "Trainer") and self._scopes.qualified_names(func) & DEVICE_LAUNCHERS:
+            if _one_device(node.args):
+                self._one_device = True
+            else:
+                self._many_devices = True
         if not self.found and isinstance(func, cst.Attribute):
             self.found = any(is_distributed_name(q) for q in self._scopes.qualified_names(func))
+
+
+def _one_device(args) -> bool:
+    """`devices=1` and no more than one node: one process."""
+    keywords = {a.keyword.value: a.value for a in args if a.keyword is not None}
+    if any(a.keyword is None or a.star for a in args):
+        return False  # positional or `**kwargs`: unknown
+    devices, nodes = keywords.get("devices"), keywords.get("num_nodes")
+    return _is_one(devices) and (nodes is None or _is_one(nodes))
+
+
+def _is_one(value: cst.BaseExpression | None) -> bool:
+    return isinstance(value, cst.Integer) and value.value == "1"
 
 
 def _one_process(arg: cst.Arg) -> bool:

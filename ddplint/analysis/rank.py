@@ -36,6 +36,7 @@ from ddplint.analysis.guards import DIRECT, SELECTING, Deps, Guard, GuardKind, R
 from ddplint.analysis.names import dotted_name, last_name
 from ddplint.analysis.rank_sets import ShapeReader
 from ddplint.analysis.single_process import SingleProcessCode, is_unset_test
+from ddplint.analysis.values import is_none_literal
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
@@ -121,6 +122,9 @@ class RankAnalysis:
         #: branch guards around it inside the loop (`carried_exits`).
         self.loop_exits: dict[cst.CSTNode, list[tuple[cst.CSTNode, tuple[Guard, ...]]]] = defaultdict(list)
         self._carried: dict[tuple[int, int], Guard | None] = {}
+        #: id(value) -> the rank guards (`if rank == 0:`) of the assignment of
+        #: a name to it: a name that is None elsewhere holds it on those ranks only.
+        self._guarded_values: dict[int, tuple[Guard, ...]] = {}
 
     @property
     def functions(self) -> dict[str, list[cst.FunctionDef]]:
@@ -151,7 +155,7 @@ class RankAnalysis:
         self._note_exit(node, leaves_function=False)
     def visit_If(self, node: cst.If) -> None:
         function = self.ctx.enclosing_function()
-        if function is not None and function in self.graph.top_level and self.deps(node.test):
+        if function is not None and function in self.graph.top_level and self._test_deps(node.test):
             self.graph.rank_tests.append((function, self._shape(node.test)))
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -246,6 +250,71 @@ class RankAnalysis:
                 with self._tracing_imports() as seen:
                     deps = self.deps(node.value)
                 self.module_values[target.target.value] = (deps, seen)
+        bound = node.targets[0].target
+        if (
+            isinstance(bound, cst.Name) and not is_none_literal(node.value)
+            and any(is_none_literal(v) for v in self.ctx.values_of(bound))  # (the binding before this one)
+        ):
+            # `writer = SummaryWriter(...)` under `if rank == 0:`, after `writer = None`.
+            guards = tuple(
+                g for g in self.guards()[0]
+                if g.kind is GuardKind.BRANCH and g.shape is not None and g.branches == 2 and not g.nested
+            )  # fmt: skip
+            if guards:
+                self._guarded_values[id(node.value)] = guards
+
+    def holder_shape(self, node: cst.Name) -> TestShape | None:
+        """For a name that is None on some paths and bound to a value only
+        under rank guards on the others (``writer = None`` / ``if rank == 0:
+        writer = SummaryWriter(...)``): the test of those guards, which its
+        truth (or ``is not None``) repeats; else None."""
+        guards = self._holder_guards(node)
+        if not guards:
+            return None
+        alternatives = []
+        for chain in guards:
+            parts = [g.shape if g.branch == 0 else TestShape("not", (g.shape,)) for g in chain]
+            shape = parts[0]
+            for part in parts[1:]:
+                shape = TestShape("and", (shape, part))
+            alternatives.append(shape)
+        result = alternatives[0]
+        for other in alternatives[1:]:
+            result = TestShape("or", (result, other))
+        return result
+
+    def _holder_guards(self, node: cst.Name) -> list[tuple[Guard, ...]]:
+        if not self._guarded_values:
+            return []
+        values = self.ctx.values_of(node)
+        if not any(is_none_literal(v) for v in values):
+            return []
+        chains = [self._guarded_values.get(id(v)) for v in values if not is_none_literal(v)]
+        if not chains or not all(chains):
+            return []
+        return chains  # type: ignore[return-value]
+
+    def _test_deps(self, test: cst.BaseExpression) -> Deps:
+        """The rank dependence of a guard's test: its value's, and that of the
+        rank guards of the names it tests that only those guards bind (`holder_shape`)."""
+        deps = self.deps(test)
+        if not self._guarded_values:
+            return deps
+        found: set = set(deps)
+        todo: list[cst.BaseExpression] = [test]
+        while todo:
+            current = todo.pop()
+            if isinstance(current, cst.UnaryOperation) and isinstance(current.operator, cst.Not):
+                todo.append(current.expression)
+            elif isinstance(current, cst.BooleanOperation):
+                todo.extend((current.left, current.right))
+            elif isinstance(current, cst.Comparison) and _is_none_test(current):
+                todo.append(current.left)
+            elif isinstance(current, cst.Name):
+                for chain in self._holder_guards(current):
+                    for guard in chain:
+                        found |= guard.deps
+        return frozenset(found)
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
@@ -588,12 +657,12 @@ class RankAnalysis:
             if guard is not None:
                 yield guard
         elif isinstance(node, cst.IfExp) and child is not node.test:
-            deps = self.deps(node.test)
+            deps = self._test_deps(node.test)
             if deps:
                 branch = 0 if child is node.body else 1
                 yield Guard(GuardKind.BRANCH, node, deps, node.test, node.test, branch, 2, scope, shape=self._shape(node.test))
         elif isinstance(node, cst.BooleanOperation) and child is node.right:
-            deps = self.deps(node.left)
+            deps = self._test_deps(node.left)
             if deps:
                 yield Guard(GuardKind.SHORT_CIRCUIT, node, deps, node.left, node.left, scope=scope, shape=self._shape(node.left))
         elif isinstance(node, cst.While) and child is node.body:
@@ -637,6 +706,8 @@ class RankAnalysis:
             if m.test is own or position == len(members) or not excludes(own, m.test)
         ]  # fmt: skip
         deps = self._union(tests, 0)
+        if self._guarded_values:
+            deps = deps.union(*(self._test_deps(t) for t in tests))
         if not deps:
             return None
         shape = self._shape(own) if len(members) == 1 else None
@@ -645,14 +716,14 @@ class RankAnalysis:
     def _early_exit_guards(self, block: cst.CSTNode, child: cst.CSTNode, scope: cst.CSTNode | None) -> Iterable[Guard]:
         """`if <cond>: ... return` earlier in `block`: the rest is its else branch."""
         for statement in early_exits(block, child, cache=self.exit_cache):
-            deps = self.deps(statement.test)
+            deps = self._test_deps(statement.test)
             if deps:
                 yield Guard(
                     GuardKind.BRANCH, statement, deps, statement.test, statement.test, 1, 2,
                     scope, exit=last_statement(statement.body), shape=self._shape(statement.test),
                 )  # fmt: skip
         for statement, leave in nested_exits(block, child):
-            deps = self.deps(statement.test)
+            deps = self._test_deps(statement.test)
             if deps:
                 yield Guard(
                     GuardKind.BRANCH, statement, deps, statement.test, statement.test, 1, 2,

@@ -61,6 +61,9 @@ class ShapeReader:
             op = "and" if isinstance(test.operator, cst.And) else "or"
             return TestShape(op, (self.of(test.left, depth), self.of(test.right, depth)))
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            holder = self._holder_test(test)
+            if holder is not None:
+                return holder
             kind = self._comparison(test)
             if kind in (EQUAL, UNEQUAL):
                 sides = (self.rank.deps(test.left), self.rank.deps(test.comparisons[0].comparator))
@@ -88,6 +91,9 @@ class ShapeReader:
         if name in ONE_RANK_PREDICATES:
             return self._leaf(test, ONE)
         if isinstance(test, cst.Name):
+            holder = self.rank.holder_shape(test)
+            if holder is not None:
+                return holder  # `if writer:`, `writer` bound under `if rank == 0:` and None elsewhere
             values = [v for v in self.rank.ctx.values_of(test) if isinstance(v, cst.BaseExpression)]
             if len(values) == 1:
                 return self.of(values[0], depth)
@@ -100,6 +106,18 @@ class ShapeReader:
                 return self._leaf(test, NODE_ZERO if "local" in name else ZERO)
             return self._leaf(test, NONZERO)  # `if rank:` is `if rank != 0:`
         return self._leaf(test, OTHER)
+
+    def _holder_test(self, test: cst.Comparison) -> TestShape | None:
+        """`writer is not None` (or `is None`) for a name that only rank guards bind (`holder_shape`)."""
+        operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        if not (isinstance(operator, (cst.Is, cst.IsNot)) and isinstance(test.left, cst.Name)):
+            return None
+        if not (isinstance(right, cst.Name) and right.value == "None"):
+            return None
+        holder = self.rank.holder_shape(test.left)
+        if holder is None or isinstance(operator, cst.IsNot):
+            return holder
+        return TestShape("not", (holder,))
 
     def _comparison(self, test: cst.Comparison) -> str:
         operator = test.comparisons[0].operator

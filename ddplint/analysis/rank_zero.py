@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ddplint.analysis.names import last_name
+from ddplint.analysis.catalogue import BUILTINS_MODULES, PRINT_TARGETS
+from ddplint.analysis.names import dotted_name, last_name
 from ddplint.analysis.rewrite import ProposedFix
 from ddplint.lazy import cst
 from ddplint.model import Applicability
@@ -26,6 +27,38 @@ MAIN_PREDICATES = frozenset(
     {"is_main_process", "is_master", "is_main", "master_process", "is_global_zero", "is_world_process_zero",
      "is_rank_zero", "is_rank_0"}
 )  # fmt: skip
+
+
+def replaces_print(target: cst.BaseExpression, ctx: SemanticModel) -> bool:
+    """Whether assigning to `target` replaces `print` for the whole process:
+    ``builtins.print``, ``__builtins__.print``, ``builtins.__dict__["print"]``,
+    ``__builtins__["print"]`` (a helper that makes `print` rank-0-only)."""
+    if isinstance(target, cst.Attribute):
+        return bool(ctx.qualified_names(target) & PRINT_TARGETS) or dotted_name(target) == "__builtins__.print"
+    if not isinstance(target, cst.Subscript) or len(target.slice) != 1:
+        return False
+    index = target.slice[0].slice
+    if not (isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString)):
+        return False
+    if index.value.evaluated_value != "print":
+        return False
+    holder = target.value
+    if isinstance(holder, cst.Attribute) and holder.attr.value == "__dict__":
+        holder = holder.value
+    return dotted_name(holder) == "__builtins__" or bool(ctx.qualified_names(holder) & BUILTINS_MODULES)
+
+
+def sets_print(node: cst.Call, ctx: SemanticModel) -> bool:
+    """``setattr(builtins, "print", rank0_print)``."""
+    args = node.args
+    if len(args) != 3 or ctx.qualified_names(node.func) != {"builtins.setattr"}:
+        return False
+    name = args[1].value
+    holder = args[0].value
+    return (
+        isinstance(name, cst.SimpleString) and name.evaluated_value == "print"
+        and (dotted_name(holder) == "__builtins__" or bool(ctx.qualified_names(holder) & BUILTINS_MODULES))
+    )  # fmt: skip
 
 
 class RankZeroTests:

@@ -14,12 +14,15 @@ import dataclasses
 from collections import defaultdict
 from typing import TYPE_CHECKING, Callable, Mapping
 
+from ddplint.analysis.callgraph import in_main_block
+from ddplint.analysis.catalogue import LOGGING_CONFIGURATION
 from ddplint.analysis.classes import imported_bases
 from ddplint.analysis.collectives import CollectiveChains, Performer, collective_name, in_lazy_initialization
 from ddplint.analysis.data import dataset_kind
 from ddplint.analysis.execution import Runs
 from ddplint.analysis.file_io import writes_a_path
 from ddplint.analysis.loops import is_step
+from ddplint.analysis.rank_zero import replaces_print, sets_print
 from ddplint.analysis.seeding import ClassCalls, draws_noise, sets_train_mode
 from ddplint.lazy import cst
 from ddplint.project.summary import EXTERNAL_ROOTS, Symbol
@@ -27,8 +30,6 @@ from ddplint.project.summary import EXTERNAL_ROOTS, Symbol
 if TYPE_CHECKING:
     from ddplint.analysis.rank import Site
     from ddplint.analysis.semantic import SemanticModel
-
-_PRINT = "builtins.print"
 
 
 def _external(qualname: str) -> bool:
@@ -63,6 +64,11 @@ class SummaryCollector:
         self.calls: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, tuple]]] = defaultdict(list)
         self.imported_calls: dict[cst.FunctionDef, list[tuple[str, cst.BaseExpression, tuple]]] = defaultdict(list)
         self.silencers: set[cst.FunctionDef] = set()
+        #: Calls configuring a `logging` logger (`addHandler`, `setLevel`), per
+        #: function: their guards and the rank dependence of their arguments.
+        self.logging_setups: dict[cst.FunctionDef, list[tuple[tuple, object]]] = defaultdict(list)
+        #: The module replaces `builtins.print` when it is imported (at its top level).
+        self.silences_on_import = False
         #: Functions that draw noise, put a model in train mode, take a step.
         self.noise: set[cst.FunctionDef] = set()
         self.train_modes: set[cst.FunctionDef] = set()
@@ -139,9 +145,14 @@ class SummaryCollector:
             self.writes[ctx.enclosing_function()].append(ctx.rank.guards()[0])
         if not self.symbols_wanted:
             return
+        if sets_print(node, ctx):
+            self._replaces_print()
         function = ctx.enclosing_function()
         if function not in self.module_functions:
             return
+        if isinstance(func, cst.Attribute) and func.attr.value in LOGGING_CONFIGURATION and ctx.runs("rank"):
+            arguments = ctx.rank.deps_of_all(a.value for a in node.args)
+            self.logging_setups[function].append((ctx.rank.guards()[0], arguments))
         if draws_noise(node, ctx):
             self.noise.add(function)
         elif sets_train_mode(node):
@@ -177,13 +188,18 @@ class SummaryCollector:
         return condition is not None and not self.ctx.rank.selects_ranks(condition)
 
     def leave_Assign(self, node: cst.Assign) -> None:
-        if not self.symbols_wanted:
-            return
+        if self.symbols_wanted and any(replaces_print(t.target, self.ctx) for t in node.targets):
+            self._replaces_print()
+
+    def _replaces_print(self) -> None:
+        """`builtins.print = rank0_print` here: in a module function, calling
+        it silences `print`; at the top level (outside every function and
+        class), importing the module does, so calling any of its names does too."""
         function = self.ctx.enclosing_function()
-        if function in self.module_functions and any(
-            isinstance(t.target, cst.Attribute) and _PRINT in self.ctx.qualified_names(t.target) for t in node.targets
-        ):
+        if function in self.module_functions:
             self.silencers.add(function)
+        elif function is None and self._top_level() and not in_main_block(self.ctx.stack):
+            self.silences_on_import = True
 
     # ------------------------------------------------------------ after the walk
 
@@ -292,14 +308,26 @@ class SummaryCollector:
                 rank_via=tuple(sorted(q for q in rank_via if not _external(q))),
                 collective=chains.get(function, ()),
                 collective_via=tuple(sorted(collective_via.items())),
-                silences_print=any(g in self.silencers for g in reach),
+                silences_print=self.silences_on_import or any(g in self.silencers for g in reach),
                 # Per-rank randomness each call brings: noise drawn, or a model stepped in train mode.
                 random=bool(reach & self.noise) or bool(reach & self.train_modes and reach & self.steps),
                 silences_via=tuple(sorted({q for g in reach for q, _, _ in self.imported_calls.get(g, ())})),
+                silences_logging=any(self._configures_logging_per_rank(g) for g in reach),
             )
         for name, symbol in self.classes.items():
-            symbols[name] = dataclasses.replace(symbol, line=lines.get(name, 0))
+            # Instantiating a class of a module that silences `print` on import: it was imported.
+            symbols[name] = dataclasses.replace(symbol, line=lines.get(name, 0), silences_print=self.silences_on_import)
         return symbols
+
+    def _configures_logging_per_rank(self, function: cst.FunctionDef) -> bool:
+        """A handler added (a level set) on some ranks only, or a level
+        that depends on the rank (dinov2's and Detectron2's `setup_logging`:
+        stdout on the main process only, a `.rankN` file for the others)."""
+        rank = self.ctx.rank
+        return any(
+            rank.selects_ranks(guards) or rank.is_rank_dependent(arguments)  # type: ignore[arg-type]
+            for guards, arguments in self.logging_setups.get(function, ())
+        )
 
     def _callees(self, function: cst.FunctionDef, all_calls: bool) -> list[cst.FunctionDef]:
         return [c for c, condition in self.calls.get(function, ()) if all_calls or self._every_call(condition)]

@@ -25,19 +25,27 @@ class Fact:
     dataset: str | None = None
     #: A Dataset class that draws random numbers per sample (augmentation).
     random: bool = False
+    #: Calling it configures `logging` per rank (a handler on the main process only).
+    silences_logging: bool = False
 
     @property
     def relevant(self) -> bool:
         """Whether the fact can change a finding."""
-        return self.rank or bool(self.collective) or self.silences_print or self.dataset is not None or self.random
+        return (
+            self.rank or bool(self.collective) or self.silences_print or self.dataset is not None or self.random
+            or self.silences_logging
+        )  # fmt: skip
 
     def to_json(self) -> list:
-        return [self.path, self.line, self.rank, list(self.collective), self.silences_print, self.dataset, self.random]
+        return [
+            self.path, self.line, self.rank, list(self.collective), self.silences_print, self.dataset, self.random,
+            self.silences_logging,
+        ]  # fmt: skip
 
     @classmethod
     def from_json(cls, data: list) -> Fact:
-        path, line, rank, collective, silences, dataset, random = data
-        return cls(path, line, rank, tuple(collective), silences, dataset, random)
+        path, line, rank, collective, silences, dataset, random, logging = data
+        return cls(path, line, rank, tuple(collective), silences, dataset, random, logging)
 
 
 @dataclass(frozen=True)

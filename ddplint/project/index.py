@@ -197,8 +197,9 @@ class ProjectIndex:
         for entry in self.entries:
             for name, s in entry.summary.symbols.items():
                 facts[(entry.display, name)] = Fact(
-                    entry.display, s.line, s.rank, s.collective, s.silences_print, s.dataset, s.random
-                )
+                    entry.display, s.line, s.rank, s.collective, s.silences_print, s.dataset, s.random,
+                    s.silences_logging,
+                )  # fmt: skip
 
         def fact_of(raw: str, entry: ModuleEntry) -> Fact | None:
             found = self._resolve(raw, entry)
@@ -221,6 +222,10 @@ class ProjectIndex:
                                 break
                     if not new.silences_print and any((f := fact_of(q, entry)) and f.silences_print for q in s.silences_via):
                         new = replace(new, silences_print=True)
+                    if not new.silences_logging and any(
+                        (f := fact_of(q, entry)) and f.silences_logging for q in s.silences_via
+                    ):
+                        new = replace(new, silences_logging=True)
                     if not new.random and s.dataset is None and any(
                         (f := fact_of(q, entry)) and f.random and f.dataset is None for q in s.silences_via
                     ):  # a function that calls a helper drawing noise or training (not one building a Dataset)

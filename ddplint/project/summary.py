@@ -43,12 +43,15 @@ class Symbol:
     #: or steps a model in train mode (also through the imported functions in
     #: `silences_via`, every imported name its calls reach), a trainer class.
     random: bool = False
+    #: Calling it configures `logging` per rank: a handler added or a level set
+    #: under a rank test (stdout on the main process only); also through `silences_via`.
+    silences_logging: bool = False
 
     @property
     def empty(self) -> bool:
         return not (
             self.rank or self.rank_via or self.collective or self.collective_via or self.silences_print
-            or self.silences_via or self.dataset or self.dataset_via or self.random
+            or self.silences_via or self.dataset or self.dataset_via or self.random or self.silences_logging
         )  # fmt: skip
 
 
@@ -127,7 +130,7 @@ class ModuleSummary:
         return any(
             (fact.rank and name in self.consulted)
             or (bool(fact.collective) and name in self.collective_called)
-            or ((fact.silences_print or fact.dataset or fact.random) and name in self.called)
+            or ((fact.silences_print or fact.dataset or fact.random or fact.silences_logging) and name in self.called)
             for name, fact in facts.items()
         )
 
