@@ -248,7 +248,26 @@ MODULE_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 #: Calls that pin the process to a device by index: `torch.cuda.set_device(i)`,
 #: DeepSpeed's `get_accelerator().set_device(i)`, `torch.accelerator.set_device_index(i)`.
 DEVICE_SETTERS = frozenset({"set_device", "set_device_index"})
-# ------------------------------------------------------------ Python objects in datasets (DDP005)
+# ------------------------------------------------------------ where writes go (DDP006)
+
+#: Constructors of in-memory streams: `torch.save(obj, io.BytesIO())` serialises
+#: into memory (to send the bytes to other ranks), no file is written.
+IN_MEMORY_STREAMS = frozenset({"io.BytesIO", "io.StringIO", "_io.BytesIO", "_io.StringIO"})
+#: Calls that create a fresh temporary file or directory for the calling
+#: process (a random name per call): a path under one is the process's own.
+TEMPORARY_PATHS = frozenset({
+    "tempfile.mkdtemp", "tempfile.mkstemp", "tempfile.TemporaryDirectory", "tempfile.NamedTemporaryFile",
+    "tempfile.TemporaryFile", "tempfile.SpooledTemporaryFile",
+})  # fmt: skip
+#: Calls and methods whose result is a path that keeps every part of its
+#: arguments (a unique part keeps it unique); `os.path.dirname` does not.
+PATH_BUILDERS = frozenset({
+    "os.path.join", "os.path.abspath", "os.path.expanduser", "os.path.normpath", "os.path.realpath",
+    "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "builtins.str", "os.fspath",
+})  # fmt: skip
+PATH_BUILDER_METHODS = frozenset({"joinpath", "format", "with_suffix", "resolve", "absolute", "expanduser"})
+
+
 
 #: pandas calls that build a DataFrame: its text columns are object arrays,
 #: one Python object per cell, each with a reference count a read writes.
