@@ -12,7 +12,10 @@ process group, builds an `Accelerator`/`PartialState`/Lightning
 rank helper or compares a rank with 0.
 Importing a library alone does not make a module distributed: the
 command-line tools and checkpoint converters shipped with accelerate and
-DeepSpeed import them and run as a single process. The answer is final only
+DeepSpeed import them and run as a single process, and so does a module
+that joins a group of one (`init_process_group(..., world_size=1)`) or
+builds every Fabric with one device (`L.Fabric(devices=1)`: Fabric
+launches no other process). The answer is final only
 once the whole module was walked; rules flagged `distributed_only` have
 their findings filtered by the engine at the end.
 """
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from ddplint.analysis.catalogue import PER_RANK_WORDS, RANK_HELPER_NAMES
+from ddplint.analysis.catalogue import FABRIC, FRAMEWORK_TYPES, PER_RANK_WORDS, RANK_HELPER_NAMES
 from ddplint.analysis.names import dotted_name
 from ddplint.analysis.probe import AnyOf, Probe
 from ddplint.analysis.scope import ScopeTracker, import_bindings, import_from_module
@@ -38,6 +41,8 @@ DISTRIBUTED_PREFIXES = (
 )
 
 _INIT_CALLS = ("init_process_group", "init_distributed")
+#: Lightning Fabric's classes: `Fabric(devices=1)` launches no other process.
+_FABRIC_CLASSES = next(t.classes for t in FRAMEWORK_TYPES if t.key == FABRIC)
 
 #: An import of a rank helper by its conventional name (``from .utils.dist
 #: import is_main_process``, in parentheses over several lines too): the
@@ -104,7 +109,17 @@ class DistributedContext:
         #: A Hugging Face trainer is imported: with torchrun it runs as one process per rank.
         self.hf_trainer = False
         #: A process group of one process only (`init_process_group(..., world_size=1)`).
-        self.one_process = False
+        self.one_group = False
+        #: Fabrics built with one device on one node / with more (or unknown).
+        self.fabrics_single = False
+        self.fabrics_many = False
+
+    @property
+    def one_process(self) -> bool:
+        """The module runs as one process: it joins a group of one, or every
+        Fabric it builds has one device on one node (`L.Fabric(devices=1)`);
+        final after the walk."""
+        return self.one_group or (self.fabrics_single and not self.fabrics_many)
 
     def leave_Import(self, node: cst.Import) -> None:
         if not self.found:
@@ -140,8 +155,14 @@ class DistributedContext:
         if name in _INIT_CALLS:
             self.found = True
             if any(_one_process(a) for a in node.args):
-                self.one_process = True
+                self.one_group = True
             return
+        if name == "Fabric" or name.endswith("Fabric"):
+            if self._scopes.qualified_names(func) & _FABRIC_CLASSES:
+                if _one_device(node):
+                    self.fabrics_single = True
+                else:
+                    self.fabrics_many = True
         if not self.found and isinstance(func, cst.Attribute):
             self.found = any(is_distributed_name(q) for q in self._scopes.qualified_names(func))
 
@@ -152,3 +173,13 @@ def _one_process(arg: cst.Arg) -> bool:
         arg.keyword is not None and arg.keyword.value == "world_size"
         and isinstance(arg.value, cst.Integer) and arg.value.value == "1"
     )  # fmt: skip
+
+
+def _one_device(call: cst.Call) -> bool:
+    """`Fabric(devices=1)` (on one node): one process, whatever the accelerator."""
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    if any(a.star for a in call.args) or any(a.keyword is None for a in call.args):
+        return False  # positional or splatted arguments: the device count is not visible
+    devices, nodes = keywords.get("devices"), keywords.get("num_nodes")
+    single = isinstance(devices, cst.Integer) and devices.value == "1"
+    return single and (nodes is None or (isinstance(nodes, cst.Integer) and nodes.value == "1"))
