@@ -165,15 +165,20 @@ class FrameworkType:
 
 
 LIGHTNING_TRAINER = "lightning.Trainer"
+#: The `pytorch_lightning` package's Trainer: code that imports it is often
+#: pinned to Lightning 1.x, whose `save_checkpoint` has no barrier.
+PL_TRAINER = "pytorch_lightning.Trainer"
 HF_TRAINER = "transformers.Trainer"
 FABRIC = "lightning.Fabric"
 
 FRAMEWORK_TYPES: tuple[FrameworkType, ...] = (
     FrameworkType(LIGHTNING_TRAINER, frozenset({
         "lightning.Trainer", "lightning.pytorch.Trainer", "lightning.pytorch.trainer.Trainer",
-        "lightning.pytorch.trainer.trainer.Trainer", "pytorch_lightning.Trainer",
-        "pytorch_lightning.trainer.Trainer", "pytorch_lightning.trainer.trainer.Trainer",
-    }), frozenset({"trainer"}), ("lightning", "pytorch_lightning")),
+        "lightning.pytorch.trainer.trainer.Trainer",
+    }), frozenset({"trainer"}), ("lightning",)),
+    FrameworkType(PL_TRAINER, frozenset({
+        "pytorch_lightning.Trainer", "pytorch_lightning.trainer.Trainer", "pytorch_lightning.trainer.trainer.Trainer",
+    }), frozenset({"trainer"}), ("pytorch_lightning",)),
     FrameworkType(HF_TRAINER, frozenset({
         "transformers.Trainer", "transformers.trainer.Trainer", "transformers.Seq2SeqTrainer",
         "transformers.trainer_seq2seq.Seq2SeqTrainer", "trl.SFTTrainer", "trl.DPOTrainer", "trl.ORPOTrainer",
@@ -189,7 +194,10 @@ FRAMEWORK_TYPES: tuple[FrameworkType, ...] = (
 
 #: Collective methods of framework objects: (type, method) -> why.
 #: Lightning's `Trainer.save_checkpoint` writes on rank 0 and ends in
-#: `strategy.barrier()`; Fabric's `save`/`load` must be called on every process.
+#: `strategy.barrier()` (Lightning 2.x, the `lightning` package; the 1.x
+#: `pytorch_lightning` releases many projects pin have no barrier there:
+#: `PL_TRAINER` has no collective); Fabric's `save`/`load` must be called on
+#: every process.
 FRAMEWORK_COLLECTIVES: dict[tuple[str, str], str] = {
     (LIGHTNING_TRAINER, "save_checkpoint"): "it ends in a barrier of every rank",
     (HF_TRAINER, "save_model"): "",
