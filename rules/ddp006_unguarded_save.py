@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ddplint.analysis.execution import Runs
+from ddplint.analysis.file_io import destination, in_memory, per_process_path
 from ddplint.analysis.names import last_name
 from ddplint.analysis.rank import Site
 from ddplint.analysis.rank_zero import RankZeroTests
@@ -137,6 +138,9 @@ class UnguardedSave(Rule):
             values.append(node.func.value)  # `Path(out, f"{rank}.json").write_text(...)`: the receiver is the path
         if rank.is_rank_dependent(rank.deps_of_all(values)):
             return
+        target = destination(node, self.ctx.qualified_names(node.func))
+        if target is not None and (in_memory(target, self.ctx) or per_process_path(target, self.ctx)):
+            return  # `torch.save(obj, io.BytesIO())`, a file under this process's `tempfile.mkdtemp()`
         runs = rank.runs(site)
         if not runs.many:
             return

@@ -246,8 +246,11 @@ class _ReceiverProbe:
     ("source", "expected"),
     [
         ("import lightning as L\nt = L.Trainer()\nt.probe()", {"lightning.Trainer"}),
-        ("from pytorch_lightning import Trainer\ndef f(x: Trainer):\n    x.probe()", {"lightning.Trainer"}),
-        ("import pytorch_lightning as pl\ndef f(x: 'pl.Trainer'):\n    x.probe()", {"lightning.Trainer"}),
+        ("from lightning.pytorch import Trainer\ndef f(x: Trainer):\n    x.probe()", {"lightning.Trainer"}),
+        # `pytorch_lightning` (often pinned to 1.x, no barrier in save_checkpoint) is a type of its own.
+        ("from pytorch_lightning import Trainer\ndef f(x: Trainer):\n    x.probe()", {"pytorch_lightning.Trainer"}),
+        ("import pytorch_lightning as pl\ndef f(x: 'pl.Trainer'):\n    x.probe()", {"pytorch_lightning.Trainer"}),
+        ("import pytorch_lightning\ndef hook(self, trainer):\n    trainer.probe()", {"pytorch_lightning.Trainer"}),
         ("from transformers import Trainer\nclass T(Trainer):\n    pass\nt = T()\nt.probe()", {"transformers.Trainer"}),
         ("from trl import SFTTrainer\nt = SFTTrainer(m)\nt.probe()", {"transformers.Trainer"}),
         ("import lightning\ndef hook(self, trainer):\n    trainer.probe()", {"lightning.Trainer"}),

@@ -165,15 +165,20 @@ class FrameworkType:
 
 
 LIGHTNING_TRAINER = "lightning.Trainer"
+#: The `pytorch_lightning` package's Trainer: code that imports it is often
+#: pinned to Lightning 1.x, whose `save_checkpoint` has no barrier.
+PL_TRAINER = "pytorch_lightning.Trainer"
 HF_TRAINER = "transformers.Trainer"
 FABRIC = "lightning.Fabric"
 
 FRAMEWORK_TYPES: tuple[FrameworkType, ...] = (
     FrameworkType(LIGHTNING_TRAINER, frozenset({
         "lightning.Trainer", "lightning.pytorch.Trainer", "lightning.pytorch.trainer.Trainer",
-        "lightning.pytorch.trainer.trainer.Trainer", "pytorch_lightning.Trainer",
-        "pytorch_lightning.trainer.Trainer", "pytorch_lightning.trainer.trainer.Trainer",
-    }), frozenset({"trainer"}), ("lightning", "pytorch_lightning")),
+        "lightning.pytorch.trainer.trainer.Trainer",
+    }), frozenset({"trainer"}), ("lightning",)),
+    FrameworkType(PL_TRAINER, frozenset({
+        "pytorch_lightning.Trainer", "pytorch_lightning.trainer.Trainer", "pytorch_lightning.trainer.trainer.Trainer",
+    }), frozenset({"trainer"}), ("pytorch_lightning",)),
     FrameworkType(HF_TRAINER, frozenset({
         "transformers.Trainer", "transformers.trainer.Trainer", "transformers.Seq2SeqTrainer",
         "transformers.trainer_seq2seq.Seq2SeqTrainer", "trl.SFTTrainer", "trl.DPOTrainer", "trl.ORPOTrainer",
@@ -195,7 +200,10 @@ DEVICE_LAUNCHERS = frozenset(
 
 #: Collective methods of framework objects: (type, method) -> why.
 #: Lightning's `Trainer.save_checkpoint` writes on rank 0 and ends in
-#: `strategy.barrier()`; Fabric's `save`/`load` must be called on every process.
+#: `strategy.barrier()` (Lightning 2.x, the `lightning` package; the 1.x
+#: `pytorch_lightning` releases many projects pin have no barrier there:
+#: `PL_TRAINER` has no collective); Fabric's `save`/`load` must be called on
+#: every process.
 FRAMEWORK_COLLECTIVES: dict[tuple[str, str], str] = {
     (LIGHTNING_TRAINER, "save_checkpoint"): "it ends in a barrier of every rank",
     (HF_TRAINER, "save_model"): "",
@@ -254,7 +262,26 @@ MODULE_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 #: Calls that pin the process to a device by index: `torch.cuda.set_device(i)`,
 #: DeepSpeed's `get_accelerator().set_device(i)`, `torch.accelerator.set_device_index(i)`.
 DEVICE_SETTERS = frozenset({"set_device", "set_device_index"})
-# ------------------------------------------------------------ Python objects in datasets (DDP005)
+# ------------------------------------------------------------ where writes go (DDP006)
+
+#: Constructors of in-memory streams: `torch.save(obj, io.BytesIO())` serialises
+#: into memory (to send the bytes to other ranks), no file is written.
+IN_MEMORY_STREAMS = frozenset({"io.BytesIO", "io.StringIO", "_io.BytesIO", "_io.StringIO"})
+#: Calls that create a fresh temporary file or directory for the calling
+#: process (a random name per call): a path under one is the process's own.
+TEMPORARY_PATHS = frozenset({
+    "tempfile.mkdtemp", "tempfile.mkstemp", "tempfile.TemporaryDirectory", "tempfile.NamedTemporaryFile",
+    "tempfile.TemporaryFile", "tempfile.SpooledTemporaryFile",
+})  # fmt: skip
+#: Calls and methods whose result is a path that keeps every part of its
+#: arguments (a unique part keeps it unique); `os.path.dirname` does not.
+PATH_BUILDERS = frozenset({
+    "os.path.join", "os.path.abspath", "os.path.expanduser", "os.path.normpath", "os.path.realpath",
+    "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "builtins.str", "os.fspath",
+})  # fmt: skip
+PATH_BUILDER_METHODS = frozenset({"joinpath", "format", "with_suffix", "resolve", "absolute", "expanduser"})
+
+
 
 #: pandas calls that build a DataFrame: its text columns are object arrays,
 #: one Python object per cell, each with a reference count a read writes.

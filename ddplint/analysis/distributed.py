@@ -12,7 +12,10 @@ process group, builds an `Accelerator`/`PartialState`/Lightning
 rank helper or compares a rank with 0.
 Importing a library alone does not make a module distributed: the
 command-line tools and checkpoint converters shipped with accelerate and
-DeepSpeed import them and run as a single process. The answer is final only
+DeepSpeed import them and run as a single process, and so does a module
+that joins a group of one (`init_process_group(..., world_size=1)`) or
+builds every Fabric with one device (`L.Fabric(devices=1)`: Fabric
+launches no other process). The answer is final only
 once the whole module was walked; rules flagged `distributed_only` have
 their findings filtered by the engine at the end.
 """
@@ -38,6 +41,7 @@ DISTRIBUTED_PREFIXES = (
 )
 
 _INIT_CALLS = ("init_process_group", "init_distributed")
+#: Lightning Fabric's classes: `Fabric(devices=1)` launches no other process.
 
 #: An import of a rank helper by its conventional name (``from .utils.dist
 #: import is_main_process``, in parentheses over several lines too): the
@@ -184,3 +188,4 @@ def _one_process(arg: cst.Arg) -> bool:
         arg.keyword is not None and arg.keyword.value == "world_size"
         and isinstance(arg.value, cst.Integer) and arg.value.value == "1"
     )  # fmt: skip
+

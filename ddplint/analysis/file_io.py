@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ddplint.analysis.calls import bind_to_function
+from ddplint.analysis.catalogue import IN_MEMORY_STREAMS, PATH_BUILDER_METHODS, PATH_BUILDERS, TEMPORARY_PATHS
 from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
@@ -27,6 +29,17 @@ WRITE_METHODS = {"save_pretrained": 0, "save_to_disk": 0, "to_csv": 0, "to_json"
 READS = {"torch.load": 0, "numpy.load": 0, "os.listdir": 0, "glob.glob": 0, "datasets.load_from_disk": 0,
          "datasets.load_dataset": 0, "pandas.read_csv": 0, "json.load": -1}  # fmt: skip
 READ_METHODS = {"from_pretrained": 0, "load_from_disk": 0, "read_text": -2, "read_bytes": -2}
+#: Where a write puts its bytes: call -> (position, keyword) of the file or
+#: stream argument; methods -> the same, `-2` the receiver.
+DESTINATIONS = {
+    "torch.save": (1, "f"), "torch.jit.save": (1, "f"), "numpy.save": (0, "file"), "numpy.savez": (0, "file"),
+    "numpy.savez_compressed": (0, "file"), "builtins.open": (0, "file"), "io.open": (0, "file"),
+    "codecs.open": (0, "filename"), "safetensors.torch.save_file": (1, "filename"),
+    "safetensors.numpy.save_file": (1, "filename"), "shutil.copy": (1, "dst"), "shutil.copy2": (1, "dst"),
+    "shutil.copyfile": (1, "dst"), "shutil.copytree": (1, "dst"), "shutil.move": (1, "dst"),
+}  # fmt: skip
+DESTINATION_METHODS = {"save_pretrained": (0, "save_directory"), "write_text": (-2, ""), "write_bytes": (-2, "")}
+_MAX_DEPTH = 10
 
 
 def opens(node: cst.Call, names: frozenset, writing: bool) -> bool:
@@ -50,3 +63,89 @@ def writes_a_path(node: cst.Call, ctx: ModelView) -> bool:
     if names & set(WRITES) or opens(node, names, writing=True):
         return True
     return isinstance(node.func, cst.Attribute) and last_name(node.func) in WRITE_METHODS
+
+
+def destination(node: cst.Call, names: frozenset) -> cst.BaseExpression | None:
+    """The file, path or stream a write call (`DESTINATIONS`) writes into."""
+    where = next((DESTINATIONS[n] for n in names if n in DESTINATIONS), None)
+    if where is None and isinstance(node.func, cst.Attribute):
+        where = DESTINATION_METHODS.get(node.func.attr.value)
+    if where is None:
+        return None
+    position, keyword = where
+    if position == -2:
+        return node.func.value if isinstance(node.func, cst.Attribute) else None
+    for arg in node.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    positional = [a for a in node.args if a.keyword is None and not a.star]
+    return positional[position].value if position < len(positional) else None
+
+
+def in_memory(node: cst.BaseExpression, ctx: ModelView) -> bool:
+    """Whether every value `node` may hold is an in-memory stream
+    (``buffer = io.BytesIO()``, ``self.buf = io.StringIO()``): a write into
+    it writes no file."""
+    origins = ctx.origins(node)
+    return bool(origins) and all(
+        isinstance(o, cst.Call) and bool(ctx.qualified_names(o.func) & IN_MEMORY_STREAMS) for o in origins
+    )
+
+
+def per_process_path(node: cst.BaseExpression, ctx: ModelView) -> bool:
+    """Whether the path `node` is under a temporary file or directory the
+    process created for itself (``tempfile.mkdtemp()``, ``with
+    TemporaryDirectory() as tmp``, ``NamedTemporaryFile().name``), directly,
+    through the names it is built from or through a parameter every caller
+    in the module passes such a path: each process writes its own file."""
+    return _per_process(node, ctx, ctx.enclosing_function(), True, 0)
+
+
+def _per_process(node: cst.CSTNode, ctx: ModelView, function: cst.FunctionDef | None, here: bool, depth: int) -> bool:
+    if depth > _MAX_DEPTH:
+        return False
+    depth += 1
+
+    def part(child: cst.CSTNode) -> bool:
+        return _per_process(child, ctx, function, here, depth)
+
+    if isinstance(node, cst.Name):
+        if here:
+            values = [(v, function) for v in ctx.values_of(node)]
+        else:
+            values = ctx.flow.name_values(node.value, function)
+        return bool(values) and all(_per_process(v, ctx, f, here and f is function, depth) for v, f in values)
+    if isinstance(node, cst.Param):
+        return _per_process_parameter(node, ctx, depth)
+    if isinstance(node, cst.Call):
+        names = ctx.qualified_names(node.func)
+        if names & TEMPORARY_PATHS:
+            return True
+        if names & PATH_BUILDERS:
+            return any(part(a.value) for a in node.args)
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in PATH_BUILDER_METHODS:
+            return part(node.func.value) or any(part(a.value) for a in node.args)
+        return False
+    if isinstance(node, cst.Attribute):  # `tmp.name` of a `NamedTemporaryFile`/`TemporaryDirectory`
+        return node.attr.value == "name" and part(node.value)
+    if isinstance(node, cst.Subscript):  # `tempfile.mkstemp()[1]`
+        return part(node.value)
+    if isinstance(node, cst.BinaryOperation):  # `Path(tmp) / name`, `tmp + "/x"`, `"%s/x" % tmp`
+        return part(node.left) or part(node.right)
+    if isinstance(node, cst.FormattedString):
+        return any(part(p.expression) for p in node.parts if isinstance(p, cst.FormattedStringExpression))
+    return False
+
+
+def _per_process_parameter(param: cst.Param, ctx: ModelView, depth: int) -> bool:
+    """Every call of the parameter's function in the module passes a per-process path."""
+    flow = ctx.flow
+    function = flow.param_owner.get(param)
+    sites = flow.callers(function) if function is not None else None
+    if not sites:
+        return False
+    for call, caller, skip in sites:
+        value = bind_to_function(call, function, skip).value(param.name.value)
+        if value is None or not _per_process(value, ctx, caller, False, depth):
+            return False
+    return True

@@ -350,6 +350,12 @@ class ValueFlow:
         else:
             found[id(node)] = node
 
+    def name_values(self, name: str, function: cst.FunctionDef | None) -> list[tuple[cst.CSTNode, cst.FunctionDef | None]]:
+        """(value, the function it is written in) for each value `name` may hold
+        seen from `function` (every assignment; a parameter stands for itself);
+        empty when it is bound some other way (a loop, ``with ... as``, an import)."""
+        return self._name_values(name, function, keep_params=True)
+
     def _name_values(self, name: str, function: cst.FunctionDef | None, keep_params: bool = False) -> list:
         """The values of `name` seen from `function`: its locals (syntactic,
         every assignment), its parameters, enclosing functions, the module."""

@@ -90,6 +90,8 @@ class RankAnalysis:
         self.attribute_values: dict[str, list[cst.BaseExpression]] = defaultdict(list)
         self.staggered_functions: set[str] = set()
         self._solved: tuple[set, set, set] | None = None
+        #: A parameter was first asked after `_solved` was computed.
+        self._unsolved = False
         #: Parameters whose rank dependence some expression hinges on.
         self._asked_params: set[cst.Param] = set()
         #: Set when the walk is over: rank answers are final only then.
@@ -422,7 +424,9 @@ class RankAnalysis:
             if isinstance(value, cst.BaseExpression):
                 result |= self.deps(value, depth)
             elif isinstance(value, cst.Param) and value in self.graph.parameters:
-                self._asked_params.add(value)  # what the callers pass, or a launcher's process index
+                if value not in self._asked_params:  # what the callers pass, or a launcher's process index
+                    self._asked_params.add(value)
+                    self._unsolved = self._solved is not None  # asked after the walk: solve it too
                 result.add(("param", value))
         return frozenset(result)
 
@@ -488,14 +492,19 @@ class RankAnalysis:
     def _solve(self) -> tuple[set, set, set]:
         """Functions, attribute names and parameters whose value is
         rank-dependent (a fixed point over the whole module)."""
-        if self._solved is not None:
+        if self._solved is not None and not self._unsolved:
             return self._solved
         if not self.final:
             raise RuntimeError("rank dependence asked before the walk ended; ask in finish()")
-        functions: set = set()
-        attributes: set = set()
-        params: set = set(self.execution.launched_parameters())
-        solved = (functions, attributes, params)
+        if self._solved is not None:
+            # A parameter first asked after the walk (a write's path checked in a
+            # deferred check): the fixed point only grows, so go on from it.
+            solved = self._solved
+            functions, attributes, params = solved
+            self._unsolved = False
+        else:
+            functions, attributes, params = set(), set(), set(self.execution.launched_parameters())
+            solved = (functions, attributes, params)
         changed = True
         while changed:
             changed = False
