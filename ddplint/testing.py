@@ -20,6 +20,7 @@ from typing import Iterable
 import libcst as cst
 
 from ddplint.analysis.guards import Runs, Site
+from ddplint.analysis.scope import ScopeMark
 from ddplint.analysis.semantic import OPTIONAL_ANALYSES
 from ddplint.config.selection import Selection, resolve
 from ddplint.config.settings import Settings
@@ -47,9 +48,12 @@ class _Recorder:
 
     ctx: FileContext
     sites: dict[cst.CSTNode, Site] = field(default_factory=dict)
+    #: Where the walk was at each statement, to ask about its values there.
+    positions: dict[cst.CSTNode, tuple[tuple[cst.CSTNode, ...], ScopeMark]] = field(default_factory=dict)
 
     def _record(self, node: cst.CSTNode) -> None:
         self.sites[node] = self.ctx.rank.site(node)
+        self.positions[node] = (tuple(self.ctx.stack), self.ctx.scopes.mark())
 
     visit_SimpleStatementLine = _record
     visit_If = _record
@@ -68,6 +72,8 @@ class ModelOf:
     model: FileContext
     #: The statements starting on each line (a compound statement's header line).
     statements: dict[int, tuple[cst.CSTNode, Site]]
+    #: Where the walk was at each of them (names resolve as they did there).
+    positions: dict[cst.CSTNode, tuple[tuple[cst.CSTNode, ...], ScopeMark]] = field(default_factory=dict)
 
     def _at(self, line: int) -> tuple[cst.CSTNode, Site]:
         if line not in self.statements:
@@ -90,7 +96,15 @@ class ModelOf:
         value = getattr(body, "value", None)
         if value is None:
             raise ValueError(f"line {line} holds no value")
-        return self.model.rank.expression_is_rank_dependent(value)
+        if node not in self.positions:
+            return self.model.rank.expression_is_rank_dependent(value)
+        stack, mark = self.positions[node]
+        self.model.stack[:] = stack
+        try:
+            with self.model.scopes.restored(mark):
+                return self.model.rank.expression_is_rank_dependent(value)
+        finally:
+            self.model.stack.clear()
 
 
 def model_of(source: str, path: str = "snippet.py") -> ModelOf:
@@ -112,4 +126,4 @@ def model_of(source: str, path: str = "snippet.py") -> ModelOf:
         if isinstance(node, cst.FunctionDef | cst.ClassDef) and node.decorators:
             line = positions[node.name].start.line  # the `def` line, not the first decorator's
         statements.setdefault(line, (node, site))
-    return ModelOf(ctx, statements)
+    return ModelOf(ctx, statements, recorder.positions)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from ddplint.analysis.conditions import mentions, none_branches
 from ddplint.analysis.rank import Site
+from ddplint.analysis.tree import descendants
 from ddplint.analysis.rewrite import ProposedFix
 from ddplint.lazy import cst
 from ddplint.model import Applicability, Severity
@@ -89,7 +91,7 @@ class LoadWithoutMapLocation(Rule):
         if rank.expression_is_rank_dependent(node.args[0].value):
             return  # `queue{rank}.pth`: each rank loads the file it wrote from its own GPU
         runs = rank.runs(site)
-        if not runs.many:
+        if not runs.many or self._no_device_branch():
             return
         why = self._why(node)
         self.report(
@@ -99,12 +101,30 @@ class LoadWithoutMapLocation(Rule):
             fix=_add_map_location(node) if why == _WITHOUT else None,
         )
 
+    def _no_device_branch(self) -> bool:
+        """Whether the load is in the ``if args.gpu is None:`` branch of a
+        test whose other branch loads to that device (``map_location=
+        f"cuda:{args.gpu}"``): the device index is what each process of a
+        one-process-per-GPU run owns, so the None branch is the run without
+        one (a single process, DataParallel, or one process per node)."""
+        for subject, other in none_branches(self.ctx.stack):
+            assigned = {
+                t.target.value: n.value for n in descendants(other, into_functions=False)
+                if isinstance(n, cst.Assign) for t in n.targets if isinstance(t.target, cst.Name)
+            }  # fmt: skip
+            for call in descendants(other, into_functions=False):
+                if not (isinstance(call, cst.Call) and self.ctx.qualified_names(call.func) & LOADS):
+                    continue
+                location = _location(call)
+                if isinstance(location, cst.Name) and location.value in assigned:
+                    location = assigned[location.value]  # `loc = "cuda:{}".format(args.gpu)`
+                if location is not None and mentions(location, subject):
+                    return True
+        return False
+
     def _why(self, node: cst.Call) -> str | None:
         """How the call places the tensors, when that is on the saving device; else None."""
-        location = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "map_location"), None)
-        positional = [a for a in node.args if a.keyword is None]
-        if location is None and len(positional) >= 2:
-            location = positional[1].value
+        location = _location(node)
         if isinstance(location, cst.Name) and location.value == "None":
             location = None  # `map_location=None`: the same as none
         if location is None:
@@ -115,6 +135,15 @@ class LoadWithoutMapLocation(Rule):
 
 
 _WITHOUT = "without `map_location`"
+
+
+def _location(node: cst.Call) -> cst.BaseExpression | None:
+    """The `map_location` argument of a load (keyword or second positional)."""
+    location = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "map_location"), None)
+    positional = [a for a in node.args if a.keyword is None]
+    if location is None and len(positional) >= 2:
+        location = positional[1].value
+    return location
 
 
 def _add_map_location(node: cst.Call) -> ProposedFix:

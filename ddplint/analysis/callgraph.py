@@ -23,6 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
+from ddplint.analysis.catalogue import ONE_PROCESS_KEYWORDS
 from ddplint.analysis.calls import bound_values, truth
 from ddplint.analysis.collectives import COLLECTIVE_FAMILIES, collective_name
 from ddplint.analysis.loops import is_step
@@ -174,7 +175,7 @@ class CallGraph:
         last = last_name(func)
         names = ctx.qualified_names(func) if last in _QUALIFIED_WHEN else frozenset()
         launch = bool(names & LAUNCH_FUNCTIONS)
-        self._note_evidence(last, names)
+        self._note_evidence(last, names, node)
         if is_step(node):
             self._note_step()
         if last in _COLLECTIVE_LASTS and self.top_level:
@@ -314,10 +315,13 @@ class CallGraph:
 
     # ------------------------------------------------------------ evidence
 
-    def _note_evidence(self, last: str | None, names: frozenset) -> None:
+    def _note_evidence(self, last: str | None, names: frozenset, node: cst.Call) -> None:
         """The innermost function whose code shows it runs per rank; a class
-        too when it is its `__init__` (a trainer that joins the group)."""
+        too when it is its `__init__` (a trainer that joins the group). A
+        `Fabric(devices=1)` (one node) is a one-process run: no evidence."""
         if last not in PER_RANK_EVIDENCE and not names & _DEEPSPEED_INITIALIZE:
+            return
+        if _one_process(node):
             return
         function = next((n for n in reversed(self.ctx.stack) if isinstance(n, cst.FunctionDef)), None)
         if function is None:
@@ -404,3 +408,18 @@ def _class_of(stack: Sequence[cst.CSTNode]) -> cst.ClassDef | None:
     return None
 
 
+def _one_process(call: cst.Call) -> bool:
+    """Whether a call names one device on one node (`Fabric(devices=1)`,
+    `devices=[0]`): a one-process run whoever calls it."""
+    given = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    devices = given.get(ONE_PROCESS_KEYWORDS[0])
+    if devices is None or not _is_one(devices):
+        return False
+    nodes = given.get(ONE_PROCESS_KEYWORDS[1])
+    return nodes is None or _is_one(nodes)
+
+
+def _is_one(value: cst.BaseExpression) -> bool:
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return len(value.elements) == 1 and not isinstance(value.elements[0], cst.StarredElement)
+    return isinstance(value, cst.Integer) and value.evaluated_value == 1

@@ -234,6 +234,10 @@ BACKEND_DEPENDENT: dict[tuple[str, str], tuple[str, str, str]] = {
     ),
 }  # fmt: skip
 
+#: Keywords of a per-rank launcher object (`Fabric(devices=1)`) whose value 1
+#: makes it a one-process run: the devices per node, and the nodes (default 1).
+ONE_PROCESS_KEYWORDS = ("devices", "num_nodes")
+
 #: Fabric methods that wrap a model for the strategy (the first value returned).
 FABRIC_WRAPPERS = frozenset({"setup_module", "setup"})
 #: A Fabric strategy (its name or class) -> how the wrapped model's forward synchronises.

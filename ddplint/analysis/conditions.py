@@ -5,6 +5,7 @@ exclude an earlier one. Pure syntax: no bindings, no ranks."""
 from __future__ import annotations
 
 import re
+from typing import Iterator, Sequence
 
 from ddplint.lazy import cst
 
@@ -49,3 +50,37 @@ def polarity(test: cst.CSTNode) -> tuple[str, bool] | None:
 
 def _subject(node: cst.CSTNode) -> str:
     return re.sub(r"\s+", " ", cst.Module([]).code_for_node(node)).strip()
+
+
+def none_branches(stack: Sequence[cst.CSTNode]) -> Iterator[tuple[str, cst.CSTNode]]:
+    """For each ``if X is None:`` / ``else:`` around the last node of `stack`
+    whose branch holding it is the one where X is None (the body of
+    ``if X is None:``, the ``else`` of ``if X is not None:``): (X as text,
+    the other branch), innermost first, up to the enclosing function."""
+    for index in range(len(stack) - 2, -1, -1):
+        node, child = stack[index], stack[index + 1]
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            return
+        if not isinstance(node, cst.If) or not isinstance(node.orelse, cst.Else):
+            continue
+        test = node.test
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            continue
+        operator, comparator = test.comparisons[0].operator, test.comparisons[0].comparator
+        if not (isinstance(comparator, cst.Name) and comparator.value == "None"):
+            continue
+        if isinstance(operator, cst.Is) and child is node.body:
+            yield _subject(test.left), node.orelse
+        elif isinstance(operator, cst.IsNot) and child is node.orelse:
+            yield _subject(test.left), node.body
+
+
+def mentions(node: cst.CSTNode, subject: str) -> bool:
+    """Whether `node` holds the name or attribute `subject` (as `none_branches` spells it)."""
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        if isinstance(current, (cst.Name, cst.Attribute)) and _subject(current) == subject:
+            return True
+        todo.extend(current.children)
+    return False

@@ -428,7 +428,28 @@ class RankAnalysis:
                     self._asked_params.add(value)
                     self._unsolved = self._solved is not None  # asked after the walk: solve it too
                 result.add(("param", value))
+        binding = self.ctx.scopes.lookup(node.value)
+        if binding is not None:
+            for iterable, index in binding.iterated:
+                result |= self._iterated_deps(iterable, index, depth)
         return frozenset(result)
+
+    def _iterated_deps(self, iterable: cst.BaseExpression, index: int | None, depth: int) -> Deps:
+        """The rank dependence of a loop target: what it iterates over
+        (`for f in files[rank::world_size]`), or the start of a range
+        (`for i in range(rank, n, world_size)`: each rank its own `i`; the
+        stop or step alone only change how many). `index` is the name's
+        position in a tuple target: `enumerate`'s counter is the same on
+        every rank, `zip`'s k-th name iterates over its k-th argument."""
+        names = self.ctx.qualified_names(iterable.func) if isinstance(iterable, cst.Call) else frozenset()
+        args = iterable.args if isinstance(iterable, cst.Call) else ()
+        if "builtins.enumerate" in names and args:
+            return _NONE if index == 0 else self._iterated_deps(args[0].value, None, depth)
+        if "builtins.zip" in names and index is not None:
+            return self._iterated_deps(args[index].value, None, depth) if index < len(args) else _NONE
+        if "builtins.range" in names:
+            return self.deps(args[0].value, depth) if index is None and len(args) >= 2 else _NONE
+        return self.deps(iterable, depth)
 
     def _call_deps(self, node: cst.Call, depth: int) -> Deps:
         func = node.func
@@ -815,6 +836,10 @@ def _value_children(node: cst.CSTNode) -> list[cst.CSTNode]:
         return [node.value]
     if isinstance(node, cst.Await):
         return [node.expression]
+    if isinstance(node, cst.Index):  # `shards[rank]`
+        return [node.value]
+    if isinstance(node, cst.Slice):  # `files[rank::world_size]`: the step alone is the same slice everywhere
+        return [part for part in (node.lower, node.upper) if part is not None]
     return []
 
 

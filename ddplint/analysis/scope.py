@@ -51,14 +51,18 @@ class Binding:
     `values` holds the expressions (or `FunctionDef`/`ClassDef`/`Param`
     nodes) the name was bound to, in source order; empty when the binding
     site carries no expression (loop targets, ``except ... as e``).
+    `iterated` holds, for a loop target, what it iterates over: (the
+    iterable, None) for ``for x in xs``, (the iterable, k) for the k-th name
+    of ``for i, x in enumerate(xs)``.
     """
 
     qualnames: QualNames
     values: tuple[cst.CSTNode, ...] = ()
+    iterated: tuple[tuple[cst.BaseExpression, int | None], ...] = ()
 
     def merged(self, other: Binding) -> Binding:
         """Both possibilities, for a rebinding in a conditional region."""
-        return Binding(self.qualnames | other.qualnames, self.values + other.values)
+        return Binding(self.qualnames | other.qualnames, self.values + other.values, self.iterated + other.iterated)
 
 
 class ScopeKind(enum.Enum):
@@ -314,6 +318,20 @@ class ScopeTracker:
         else:
             self._bind_target(target, None)
 
+    def _bind_loop_target(self, target: cst.BaseExpression, iterable: cst.BaseExpression) -> None:
+        """Bind a loop target (no expression), keeping what it iterates over:
+        the name itself, or each name of a flat tuple target by position."""
+        if isinstance(target, cst.Name):
+            self._bind(target.value, Binding(_UNKNOWN_ONLY, (), ((iterable, None),)))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for index, element in enumerate(target.elements):
+                if isinstance(element.value, cst.Name) and not isinstance(element, cst.StarredElement):
+                    self._bind(element.value.value, Binding(_UNKNOWN_ONLY, (), ((iterable, index),)))
+                else:
+                    self._bind_target(element.value, None)
+        else:
+            self._bind_target(target, None)
+
     def _alias_qualnames(self, value: cst.BaseExpression) -> QualNames:
         """``amp = torch.cuda.amp`` makes `amp` an alias; anything else is unknown."""
         if isinstance(value, (cst.Name, cst.Attribute)):
@@ -375,7 +393,7 @@ class ScopeTracker:
         self._push(ScopeKind.COMPREHENSION, node)
         comp_for: cst.CompFor | None = node.for_in
         while comp_for is not None:
-            self._bind_target(comp_for.target, None)
+            self._bind_loop_target(comp_for.target, comp_for.iter)
             comp_for = comp_for.inner_for_in
 
     def _leave_comprehension(self, node: cst.BaseComp) -> None:
@@ -412,7 +430,7 @@ class ScopeTracker:
 
     def visit_For(self, node: cst.For) -> None:
         self.current.conditional += 1
-        self._bind_target(node.target, None)
+        self._bind_loop_target(node.target, node.iter)
 
     def leave_For(self, node: cst.For) -> None:
         self.current.conditional -= 1
