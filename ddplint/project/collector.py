@@ -14,6 +14,7 @@ import dataclasses
 from collections import defaultdict
 from typing import TYPE_CHECKING, Callable, Mapping
 
+from ddplint.analysis.calls import export_switch, literal_arguments
 from ddplint.analysis.classes import imported_bases
 from ddplint.analysis.collectives import CollectiveChains, Performer, collective_name, in_lazy_initialization
 from ddplint.analysis.data import dataset_kind
@@ -59,7 +60,7 @@ class SummaryCollector:
         #: Module functions and imported names each function calls, with the
         #: call's guards inside it (rank-dependence is known after the walk).
         self.calls: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, tuple]]] = defaultdict(list)
-        self.imported_calls: dict[cst.FunctionDef, list[tuple[str, cst.BaseExpression, tuple]]] = defaultdict(list)
+        self.imported_calls: dict[cst.FunctionDef, list[tuple[str, cst.Call, tuple]]] = defaultdict(list)
         self.silencers: set[cst.FunctionDef] = set()
         #: Functions that draw noise, put a model in train mode, take a step.
         self.noise: set[cst.FunctionDef] = set()
@@ -150,7 +151,7 @@ class SummaryCollector:
         if local:
             self._perform(node, function, f"`{ctx.module.code_for_node(func)}()`", targets=tuple(local))
         for qualname in linted:
-            self.imported_calls[function].append((qualname, func, condition))
+            self.imported_calls[function].append((qualname, node, condition))
 
     def _perform(self, node: cst.Call, function: cst.FunctionDef, shown: str, **what) -> None:
         lazy = in_lazy_initialization(self.ctx.stack)
@@ -259,7 +260,9 @@ class SummaryCollector:
         performs it depends on the arguments, so it does not make the
         function a collective helper. Silencing ``print`` counts anywhere.
         """
-        chains = self._chains()
+        solved = self._chains()
+        chains = solved.chains if solved is not None else {}
+        switches = solved.switches if solved is not None else {}
         rank = self.ctx.rank
         code = self.ctx.module.code_for_node
         symbols: dict[str, Symbol] = {}
@@ -271,17 +274,19 @@ class SummaryCollector:
             collective_reach = self._reach(function, all_calls=False)
             local_rank, rank_via = rank.function_imports(function)
             collective_via = {
-                q: f"`{code(f)}()`"
+                (q, f"`{code(call.func)}()`", literal_arguments(call))
                 for g in collective_reach
-                for q, f, condition in self.imported_calls.get(g, ())
+                for q, call, condition in self.imported_calls.get(g, ())
                 if self._every_call(condition)
             }
+            switch = switches.get(function)
             symbols[name] = Symbol(
                 line=lines.get(name, 0),
                 rank=local_rank,
                 rank_via=tuple(sorted(q for q in rank_via if not _external(q))),
                 collective=chains.get(function, ()),
-                collective_via=tuple(sorted(collective_via.items())),
+                collective_via=tuple(sorted(collective_via, key=repr)),
+                switch=None if switch is None else export_switch(function, *switch),
                 silences_print=any(g in self.silencers for g in reach),
                 # Per-rank randomness each call brings: noise drawn, or a model stepped in train mode.
                 random=bool(reach & self.noise) or bool(reach & self.train_modes and reach & self.steps),
@@ -306,10 +311,11 @@ class SummaryCollector:
                 todo.extend(self._callees(current, all_calls))
         return seen
 
-    def _chains(self) -> dict[cst.FunctionDef, tuple[str, ...]]:
-        """Module functions that perform a collective on every call -> the chain
-        of calls to it (a helper whose rank branches all perform it counts)."""
+    def _chains(self) -> CollectiveChains | None:
+        """Module functions that perform a collective on every call, with the
+        chain of calls to it (a helper whose rank branches all perform it
+        counts) and the parameters that switch them off."""
         if not self.performers:
-            return {}
+            return None
         rank = self.ctx.rank
-        return CollectiveChains(self.performers, rank, rank.graph.bound).chains
+        return CollectiveChains(self.performers, rank, rank.graph.bound)

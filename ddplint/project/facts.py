@@ -25,6 +25,9 @@ class Fact:
     dataset: str | None = None
     #: A Dataset class that draws random numbers per sample (augmentation).
     random: bool = False
+    #: The parameter that turns `collective` off, as `ddplint.analysis.calls.ExportedSwitch`
+    #: (``append_log(path, msg, barrier=False)`` performs nothing): None when always on.
+    switch: tuple[str, int, bool, bool | None] | None = None
 
     @property
     def relevant(self) -> bool:
@@ -32,12 +35,14 @@ class Fact:
         return self.rank or bool(self.collective) or self.silences_print or self.dataset is not None or self.random
 
     def to_json(self) -> list:
-        return [self.path, self.line, self.rank, list(self.collective), self.silences_print, self.dataset, self.random]
+        switch = None if self.switch is None else list(self.switch)
+        return [self.path, self.line, self.rank, list(self.collective), self.silences_print, self.dataset, self.random, switch]
 
     @classmethod
     def from_json(cls, data: list) -> Fact:
-        path, line, rank, collective, silences, dataset, random = data
-        return cls(path, line, rank, tuple(collective), silences, dataset, random)
+        path, line, rank, collective, silences, dataset, random, *rest = data
+        switch = tuple(rest[0]) if rest and rest[0] is not None else None
+        return cls(path, line, rank, tuple(collective), silences, dataset, random, switch)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
+from ddplint.analysis.calls import switched_off
 from ddplint.analysis.collectives import COLLECTIVE_FUNCTIONS, COLLECTIVE_MODULES, COLLECTIVE_QUALNAMES
 from ddplint.analysis.rank import RANK_FUNCTIONS, is_conventional_rank_call
 from ddplint.paths import message_path
@@ -197,7 +198,8 @@ class ProjectIndex:
         for entry in self.entries:
             for name, s in entry.summary.symbols.items():
                 facts[(entry.display, name)] = Fact(
-                    entry.display, s.line, s.rank, s.collective, s.silences_print, s.dataset, s.random
+                    entry.display, s.line, s.rank, s.collective, s.silences_print, s.dataset, s.random,
+                    s.switch if s.collective else None,
                 )
 
         def fact_of(raw: str, entry: ModuleEntry) -> Fact | None:
@@ -214,9 +216,9 @@ class ProjectIndex:
                     if not new.rank and any((f := fact_of(q, entry)) and f.rank for q in s.rank_via):
                         new = replace(new, rank=True)
                     if not new.collective:
-                        for q, shown in s.collective_via:
+                        for q, shown, arguments in s.collective_via:
                             f = fact_of(q, entry)
-                            if f is not None and f.collective:
+                            if f is not None and f.collective and not switched_off(f.switch, arguments):
                                 new = replace(new, collective=(f"{shown} from {message_path(f.path)}:{f.line}", *f.collective))
                                 break
                     if not new.silences_print and any((f := fact_of(q, entry)) and f.silences_print for q in s.silences_via):

@@ -25,15 +25,18 @@ class Symbol:
 
     Each fact is known locally (`rank`, `collective`, `silences_print`,
     `dataset`) or hinges on imported names (`*_via`): it holds if one of
-    those does. `collective_via` pairs each imported callee with how the
-    call is shown in a message.
+    those does. `collective_via` gives each imported callee with how the
+    call is shown in a message and the literals it passes
+    (`ddplint.analysis.calls.LiteralArguments`: a callee's switch may turn
+    the call off); `switch` is the parameter that turns `collective` off.
     """
 
     line: int = 0
     rank: bool = False
     rank_via: tuple[str, ...] = ()
     collective: tuple[str, ...] = ()
-    collective_via: tuple[tuple[str, str], ...] = ()
+    collective_via: tuple[tuple[str, str, tuple[tuple[int | str, bool | None], ...] | None], ...] = ()
+    switch: tuple[str, int, bool, bool | None] | None = None
     silences_print: bool = False
     silences_via: tuple[str, ...] = ()
     dataset: str | None = None
@@ -187,7 +190,12 @@ def _symbol_from_json(data: Mapping[str, Any]) -> Symbol:
         if key in values:
             values[key] = tuple(values[key])
     if "collective_via" in values:
-        values["collective_via"] = tuple((q, shown) for q, shown in values["collective_via"])
+        values["collective_via"] = tuple(
+            (q, shown, None if arguments is None else tuple(tuple(a) for a in arguments))
+            for q, shown, arguments in values["collective_via"]
+        )  # fmt: skip
+    if values.get("switch") is not None:
+        values["switch"] = tuple(values["switch"])
     return Symbol(**values)
 
 
