@@ -252,6 +252,13 @@ class RankAnalysis:
         if node.value is not None:
             self._record_attribute(node.target, node.value)
 
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        """``args.seed += local_rank``: the attribute differs per rank (tracked
+        by name, like an assignment; the increment is not its whole value)."""
+        target = node.target
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+            self.attributes[target.attr.value] |= self.deps(node.value)
+
     def _record_attribute(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         """``self.is_main = rank == 0``, ``args.gpu = gpu``: the attribute may
         hold what the value holds (attributes are tracked by name)."""
@@ -353,6 +360,8 @@ class RankAnalysis:
                 continue  # a function object, not a call of it
             if isinstance(value, cst.BaseExpression):
                 result |= self.deps(value, depth)
+            elif isinstance(value, cst.AugAssign):  # `seed += rank` (the earlier value is not kept)
+                result |= self.deps(value.value, depth)
             elif isinstance(value, cst.Param) and value in self.graph.parameters:
                 self._asked_params.add(value)  # what the callers pass, or a launcher's process index
                 result.add(("param", value))
