@@ -21,7 +21,7 @@ from ddplint.analysis.data import dataset_kind
 from ddplint.analysis.execution import Runs
 from ddplint.analysis.file_io import writes_a_path
 from ddplint.analysis.loops import is_step
-from ddplint.analysis.seeding import class_draws, class_trains, draws_noise, sets_train_mode
+from ddplint.analysis.seeding import class_draws, class_trains, draws_noise, is_hf_trainer, sets_train_mode
 from ddplint.lazy import cst
 from ddplint.project.summary import EXTERNAL_ROOTS, Symbol
 
@@ -107,7 +107,8 @@ class SummaryCollector:
             code = self.ctx.module.code_for_node(node) if kind is not None or "train(" in self.ctx.source else ""
             # A Dataset that draws per sample, or a trainer whose methods step a model in train mode.
             random = (kind is not None and class_draws(code)) or class_trains(code)
-            self.classes.setdefault(node.name.value, Symbol(dataset=kind, dataset_via=via, random=random))
+            symbol = Symbol(dataset=kind, dataset_via=via, random=random, hf_trainer=is_hf_trainer(bases))
+            self.classes.setdefault(node.name.value, symbol)
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx

@@ -199,7 +199,7 @@ class ProjectIndex:
             for name, s in entry.summary.symbols.items():
                 facts[(entry.display, name)] = Fact(
                     entry.display, s.line, s.rank, s.collective, s.silences_print, s.dataset, s.random,
-                    s.switch if s.collective else None,
+                    s.switch if s.collective else None, s.hf_trainer,
                 )
 
         def fact_of(raw: str, entry: ModuleEntry) -> Fact | None:
@@ -227,6 +227,8 @@ class ProjectIndex:
                         (f := fact_of(q, entry)) and f.random and f.dataset is None for q in s.silences_via
                     ):  # a function that calls a helper drawing noise or training (not one building a Dataset)
                         new = replace(new, random=True)
+                    if not new.hf_trainer and any((f := fact_of(q, entry)) and f.hf_trainer for q in s.dataset_via):
+                        new = replace(new, hf_trainer=True)  # a subclass of the project's own trainer base
                     if new.dataset is None:
                         kinds = [f.dataset for q in s.dataset_via if (f := fact_of(q, entry)) and f.dataset]
                         if kinds:

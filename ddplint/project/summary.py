@@ -46,12 +46,15 @@ class Symbol:
     #: or steps a model in train mode (also through the imported functions in
     #: `silences_via`, every imported name its calls reach), a trainer class.
     random: bool = False
+    #: A class deriving from a Hugging Face trainer (through `dataset_via`,
+    #: its imported bases, when one of them does).
+    hf_trainer: bool = False
 
     @property
     def empty(self) -> bool:
         return not (
             self.rank or self.rank_via or self.collective or self.collective_via or self.silences_print
-            or self.silences_via or self.dataset or self.dataset_via or self.random
+            or self.silences_via or self.dataset or self.dataset_via or self.random or self.hf_trainer
         )  # fmt: skip
 
 
