@@ -133,7 +133,7 @@ class ModuleSummary:
         return any(
             (fact.rank and name in self.consulted)
             or (bool(fact.collective) and name in self.collective_called)
-            or ((fact.silences_print or fact.dataset or fact.random) and name in self.called)
+            or ((fact.silences_print or fact.dataset or fact.random or fact.hf_trainer) and name in self.called)
             for name, fact in facts.items()
         )
 
