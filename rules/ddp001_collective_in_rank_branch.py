@@ -25,7 +25,7 @@ from ddplint.analysis.collectives import (
     wrapped_model_collective,
     wrapper_of,
 )
-from ddplint.analysis.calls import bind_to
+from ddplint.analysis.calls import bind_to, literal_arguments, switched_off
 from ddplint.analysis.callgraph import enclosing_loops
 from ddplint.analysis.conditions import excludes
 from ddplint.analysis.guards import Guard, GuardKind
@@ -240,7 +240,7 @@ class CollectiveInRankBranch(Rule):
         extra: dict = {}
         if shown is None and ctx.facts:
             fact = ctx.facts.first(ctx.scopes.imported_qualnames(func))
-            if fact is not None and fact.collective:
+            if fact is not None and fact.collective and not switched_off(fact.switch, literal_arguments(node)):
                 where = f"{message_path(fact.path)}:{fact.line}"
                 shown, extra = f"`{ctx.module.code_for_node(func)}()` from {where}", {"imported": fact}
         if shown is None:

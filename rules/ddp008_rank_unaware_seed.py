@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ddplint.analysis.classes import imported_bases
 from ddplint.analysis.names import dotted_name
 from ddplint.analysis.rank import Site
 from ddplint.analysis.rewrite import ProposedFix, is_atom, parenthesized
@@ -158,6 +159,13 @@ class RankUnawareSeed(Rule):
         self.tensor_parallel = False
         self.hf_trainer = False
         self.random_layers = False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        """A Hugging Face trainer subclass (also through the project's own
+        base classes): the trainer reseeds every rank with `args.seed`."""
+        bases = imported_bases(node, self.ctx)
+        if is_hf_trainer(bases) or any(f is not None and f.hf_trainer for f in map(self.ctx.facts.facts.get, bases)):
+            self.hf_trainer = True
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         module = dotted_name(node.module) if node.module is not None else None

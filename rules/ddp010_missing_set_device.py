@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ddplint.analysis.callgraph import is_main_test
 from ddplint.analysis.catalogue import DEVICE_SETTERS
+from ddplint.analysis.collectives import collective_name, wrapper_of
 from ddplint.analysis.names import dotted_name, last_name
 from ddplint.lazy import cst
 from ddplint.model import Severity
@@ -27,7 +28,9 @@ class MissingSetDevice(Rule):
     `get_accelerator().set_device(...)` too), `with torch.cuda.device(...):`,
     a `device_id=` argument to `init_process_group`, `CUDA_VISIBLE_DEVICES`
     set in the process before CUDA starts, or a framework that sets it
-    (accelerate, Lightning). Moving the model does not:
+    (accelerate, Lightning); and a module whose only collective is
+    `barrier(device_ids=[rank])` (a connectivity check) names the GPU of all
+    the communication it does. Moving the model does not:
     `.to(local_rank)`, `.cuda(local_rank)`, `torch.device("cuda", local_rank)`
     and `DDP(..., device_ids=[local_rank])` place the model's tensors but
     leave the current device at `cuda:0`. Gloo and MPI backends, and a
@@ -88,6 +91,10 @@ class MissingSetDevice(Rule):
         self.pinned = False
         #: The module runs as a program (`if __name__ == "__main__":`), not a helper of one.
         self.script = False
+        #: `dist.barrier(device_ids=[...])` names the GPU of the one collective it makes...
+        self.barrier_devices = False
+        #: ... unless other collectives (or a DDP wrap) use the group: they need the current device.
+        self.other_collectives = False
 
     def visit_Import(self, node: cst.Import) -> None:
         self.pinned |= any(_self_pinning(dotted_name(a.name)) for a in node.names)
@@ -115,6 +122,13 @@ class MissingSetDevice(Rule):
                 self.inits.append((node, self.ctx.statement(), self._init_helper()))
             return
         self.pinned = self._pins(node, names)
+        if collective_name(node, self.ctx) is not None:
+            if last_name(node.func) == "barrier" and any(a.keyword is not None and a.keyword.value == "device_ids" for a in node.args):
+                self.barrier_devices = True
+            else:
+                self.other_collectives = True
+        elif wrapper_of(node, self.ctx) is not None:
+            self.other_collectives = True
 
     def _pins(self, node: cst.Call, names: frozenset) -> bool:
         """`set_device(...)` on any receiver (`torch.accelerator.set_device_index(...)`
@@ -135,7 +149,7 @@ class MissingSetDevice(Rule):
         return name.startswith("init") or "dist" in name
 
     def finish(self) -> None:
-        if self.pinned:
+        if self.pinned or (self.barrier_devices and not self.other_collectives):
             return
         for node, statement, helper in self.inits:
             if not (self.script or helper):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ddplint.analysis.blocks import ends_loops
 from ddplint.analysis.collectives import NO_GRAD_CONTEXTS
 from ddplint.lazy import cst
 from ddplint.model import Severity
@@ -246,7 +247,7 @@ class ForwardBypassesDdp(Rule):
                 self.bare_values.add(id(value))  # `raw_model = model.module`: a bypass when called
             return
         loops = self.ctx.loops.enclosing_loops()
-        if loops and self._wrapped(bare):
+        if loops and self._wrapped(bare) and not ends_loops(self.ctx.stack, loops):
             self.found.append(_Bypass(node, self.ctx.statement(), loops, written, True))
 
     # ------------------------------------------------------------ questions

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ddplint.analysis.calls import literal_arguments, switched_off
 from ddplint.analysis.collectives import (
     UNAMBIGUOUS_METHODS,
     collective_name,
@@ -165,7 +166,7 @@ class RankZeroWriteWithoutBarrier(Rule):
         if ctx.facts:  # a helper of another module of the project that performs a collective
             fact = ctx.facts.first(ctx.scopes.imported_qualnames(node.func))
             if fact is not None and fact.collective:
-                return True
+                return not switched_off(fact.switch, literal_arguments(node))
         if name in BARRIER_HELPERS:
             return not self.ctx.qualified_names(node.func) & {"torch.cuda.synchronize"}
         return collective_name(node, self.ctx) is not None or wrapper_of(node, self.ctx) is not None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from ddplint.analysis.names import dotted_name
 from ddplint.lazy import cst
@@ -130,4 +130,56 @@ def _leave_inside(body: cst.BaseSuite) -> cst.CSTNode | None:
                 orelse = orelse.orelse
             if isinstance(orelse, cst.Else) and isinstance(orelse.body, cst.IndentedBlock):
                 todo.extend(orelse.body.body)
+    return None
+
+
+def ends_loops(stack: Sequence[cst.CSTNode], loops: Sequence[cst.CSTNode]) -> bool:
+    """Whether the statement around the innermost node of `stack` is the last
+    thing `loops` (innermost first) run: its block goes on to a `return`, a
+    `raise` or `sys.exit()`, or to a `break` out of the innermost loop that
+    each enclosing one follows with an exit of its own (``if not
+    continue_training: break``). No later pass reaches what it changed."""
+    kind = _leaving_after(stack)
+    if kind != "break":
+        return kind == "return"
+    for inner, outer in zip(loops, loops[1:]):
+        if outer not in stack:
+            return False
+        position = list(stack).index(outer)
+        if position + 2 >= len(stack) or not isinstance(stack[position + 1], cst.IndentedBlock):
+            return False
+        body = list(stack[position + 1].body)
+        after = body[body.index(stack[position + 2]) + 1 :] if stack[position + 2] in body else []
+        if not any(_leaves(s, returns=True) or (isinstance(s, cst.If) and _breaks(s.body)) for s in after):
+            return False
+    return True
+
+
+def _breaks(body: cst.BaseSuite) -> bool:
+    """Whether a block ends by leaving its loop (not by a `continue`)."""
+    last = last_statement(body)
+    return not isinstance(last, cst.Continue) and exits(body, raises=True)
+
+
+def _leaving_after(stack: Sequence[cst.CSTNode]) -> str | None:
+    """"return" when the innermost statement's block goes on to a `return`,
+    `raise` or exit call; "break" for a `break`; else None."""
+    for index in range(len(stack) - 1, 0, -1):
+        statement, block = stack[index], stack[index - 1]
+        if isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and isinstance(
+            block, (cst.IndentedBlock, cst.Module)
+        ):
+            body = list(block.body)
+            for later in body[body.index(statement) + 1 :]:
+                if not isinstance(later, cst.SimpleStatementLine):
+                    continue
+                for small in later.body:
+                    if isinstance(small, (cst.Return, cst.Raise)):
+                        return "return"
+                    if isinstance(small, cst.Break):
+                        return "break"
+                    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                        if dotted_name(small.value.func) in LEAVING_CALLS:
+                            return "return"
+            return None
     return None

@@ -105,3 +105,52 @@ def truth(node: cst.BaseExpression | None) -> bool | None:
         inner = truth(node.expression)
         return None if inner is None else not inner
     return None
+
+
+#: A collective helper's switch as other modules see it: (parameter, its
+#: index among the positional parameters or -1, the truth of the argument
+#: that turns the helper's collectives off, the truth of its literal default
+#: or None). ``def log(path, msg, barrier=True)`` -> ``("barrier", 2, False, True)``.
+ExportedSwitch = tuple[str, int, bool, "bool | None"]
+
+#: A call's arguments by position (int) or keyword (str), each with the truth
+#: of its literal (None: not a literal); None as a whole when ``*``/``**`` splats.
+LiteralArguments = tuple[tuple["int | str", "bool | None"], ...]
+
+
+def export_switch(function: cst.FunctionDef, name: str, off: bool) -> ExportedSwitch:
+    """`function`'s switch `name` (off when its argument has truth `off`), for other modules."""
+    positional = positional_parameters(function)
+    position = positional.index(name) if name in positional else -1
+    return name, position, off, truth(parameter_default(function, name))
+
+
+def literal_arguments(call: cst.Call) -> LiteralArguments | None:
+    """The truths of the literals `call` passes, by position or keyword."""
+    found: list[tuple[int | str, bool | None]] = []
+    index = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is not None:
+            found.append((arg.keyword.value, truth(arg.value)))
+        else:
+            found.append((index, truth(arg.value)))
+            index += 1
+    return tuple(found)
+
+
+def switched_off(switch: ExportedSwitch | None, arguments: LiteralArguments | None) -> bool:
+    """Whether a call with these arguments turns off a helper with this
+    switch: it passes the literal that does, or leaves such a default."""
+    if switch is None or arguments is None:
+        return False
+    name, position, off, default = switch
+    given = dict(arguments)
+    if name in given:
+        value = given[name]
+    elif position >= 0 and position in given:
+        value = given[position]
+    else:
+        value = default
+    return value is off

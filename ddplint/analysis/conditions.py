@@ -83,4 +83,84 @@ def mentions(node: cst.CSTNode, subject: str) -> bool:
         if isinstance(current, (cst.Name, cst.Attribute)) and _subject(current) == subject:
             return True
         todo.extend(current.children)
+def conjuncts(test: cst.CSTNode) -> list[cst.CSTNode]:
+    """The operands of a chain of ``and`` (the test itself when it is none)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return conjuncts(test.left) + conjuncts(test.right)
+    return [test]
+
+
+def disjuncts(test: cst.CSTNode) -> list[cst.CSTNode]:
+    """The operands of a chain of ``or`` (the test itself when it is none)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return disjuncts(test.left) + disjuncts(test.right)
+    return [test]
+
+
+def implies(known: cst.CSTNode, test: cst.CSTNode) -> bool:
+    """Whether `known` being true makes `test` true, read as text: the same
+    test, or a subject equal to one constant tested against another
+    (``kind == Kind.GLOBAL`` makes ``kind != Kind.LEGACY`` and
+    ``kind not in (Kind.LEGACY, Kind.LOCAL)`` true)."""
+    if _subject(known) == _subject(test):
+        return True
+    equal = _equality(known)
+    if equal is None:
+        return False
+    subject, values = equal
+    if not values:
+        return False
+    other = _inequality(test)
+    if other is None or other[0] != subject:
+        return False
+    return all(_distinct(v, w) for v in values for w in other[1])
+
+
+def _equality(test: cst.CSTNode) -> tuple[str, list[cst.CSTNode]] | None:
+    """(subject, constants) of ``x == C`` / ``x in (C, D)``."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    target = test.comparisons[0]
+    if isinstance(target.operator, cst.Equal):
+        values = [target.comparator]
+    elif isinstance(target.operator, cst.In) and isinstance(target.comparator, (cst.Tuple, cst.List, cst.Set)):
+        values = [e.value for e in target.comparator.elements if isinstance(e, cst.Element)]
+        if len(values) != len(target.comparator.elements):
+            return None
+    else:
+        return None
+    return _subject(test.left), values
+
+
+def _inequality(test: cst.CSTNode) -> tuple[str, list[cst.CSTNode]] | None:
+    """(subject, constants) of ``x != C`` / ``x not in (C, D)`` / ``not x == C``."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = test.expression
+        if isinstance(inner, cst.Comparison) and len(inner.comparisons) == 1:
+            operator = inner.comparisons[0].operator
+            if isinstance(operator, cst.Equal):
+                return _subject(inner.left), [inner.comparisons[0].comparator]
+        return None
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    target = test.comparisons[0]
+    if isinstance(target.operator, cst.NotEqual):
+        return _subject(test.left), [target.comparator]
+    if isinstance(target.operator, cst.NotIn) and isinstance(target.comparator, (cst.Tuple, cst.List, cst.Set)):
+        values = [e.value for e in target.comparator.elements if isinstance(e, cst.Element)]
+        if len(values) == len(target.comparator.elements):
+            return _subject(test.left), values
+    return None
+
+
+def _distinct(one: cst.CSTNode, other: cst.CSTNode) -> bool:
+    """Two constants certainly different: literals of different values, or
+    members of one enumeration spelled differently (``Kind.A``, ``Kind.B``)."""
+    literals = (cst.Integer, cst.Float, cst.SimpleString)
+    if isinstance(one, literals) and isinstance(other, literals):
+        return type(one) is type(other) and one.evaluated_value != other.evaluated_value
+    if isinstance(one, cst.Attribute) and isinstance(other, cst.Attribute):
+        return _subject(one.value) == _subject(other.value) and one.attr.value != other.attr.value and (
+            one.attr.value.isupper() and other.attr.value.isupper()
+        )  # fmt: skip
     return False

@@ -30,13 +30,14 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 from ddplint.analysis import catalogue
 from ddplint.analysis.blocks import LEAVING_CALLS, early_exits, last_statement, nested_exits
 from ddplint.analysis.callgraph import CallGraph, Reference, branch_path, enclosing_loops, in_main_block
-from ddplint.analysis.conditions import excludes
+from ddplint.analysis.conditions import conjuncts, disjuncts, excludes, implies
 from ddplint.analysis.execution import ExecutionModel
 from ddplint.analysis.guards import DIRECT, SELECTING, Deps, Guard, GuardKind, Runs, Site, TestShape
 from ddplint.analysis.names import dotted_name, last_name
 from ddplint.analysis.rank_sets import ShapeReader
 from ddplint.analysis.single_process import SingleProcessCode, is_unset_test
 from ddplint.analysis.values import is_none_literal
+from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
@@ -322,6 +323,13 @@ class RankAnalysis:
         if node.value is not None:
             self._record_attribute(node.target, node.value)
 
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        """``args.seed += local_rank``: the attribute differs per rank (tracked
+        by name, like an assignment; the increment is not its whole value)."""
+        target = node.target
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+            self.attributes[target.attr.value] |= self.deps(node.value)
+
     def _record_attribute(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         """``self.is_main = rank == 0``, ``args.gpu = gpu``: the attribute may
         hold what the value holds (attributes are tracked by name)."""
@@ -423,6 +431,8 @@ class RankAnalysis:
                 continue  # a function object, not a call of it
             if isinstance(value, cst.BaseExpression):
                 result |= self.deps(value, depth)
+            elif isinstance(value, cst.AugAssign):  # `seed += rank` (the earlier value is not kept)
+                result |= self.deps(value.value, depth)
             elif isinstance(value, cst.Param) and value in self.graph.parameters:
                 if value not in self._asked_params:  # what the callers pass, or a launcher's process index
                     self._asked_params.add(value)
@@ -735,6 +745,8 @@ class RankAnalysis:
             m.test for m in members[: position + 1]
             if m.test is own or position == len(members) or not excludes(own, m.test)
         ]  # fmt: skip
+        if position < len(members):
+            tests = [t for t in tests if t is not own] + _undecided(own, stack, index)
         deps = self._union(tests, 0)
         if self._guarded_values:
             deps = deps.union(*(self._test_deps(t) for t in tests))
@@ -878,6 +890,54 @@ def _function_start(stack: Sequence[cst.CSTNode]) -> int:
         if isinstance(node, (cst.FunctionDef, cst.Lambda)) and child is node.body:
             return index
     return 0
+
+
+def _undecided(test: cst.BaseExpression, stack: Sequence[cst.CSTNode], index: int) -> list[cst.CSTNode]:
+    """The operands of the ``and`` chain `test` (an ``if`` at `stack[index]`)
+    that the node at the end of `stack` may still find false: a disjunction
+    one of whose operands the test of a branch nested under it makes true
+    (``if kind != Kind.LEGACY or rank == 0:`` ... ``if kind == Kind.GLOBAL:``)
+    holds there on every rank, unless the body assigns the subject between."""
+    known = _nested_tests(stack, index)
+    parts = conjuncts(test)
+    if not known:
+        return parts
+    body = stack[index]
+    return [
+        part for part in parts
+        if not any(
+            implies(fact, operand) and not _assigns(body, fact)
+            for operand in disjuncts(part) for fact in known
+        )
+    ]  # fmt: skip
+
+
+def _nested_tests(stack: Sequence[cst.CSTNode], index: int) -> list[cst.CSTNode]:
+    """The operands of the tests of the ``if`` branches (within the same
+    function) under `stack[index]` whose bodies hold the node."""
+    known: list[cst.CSTNode] = []
+    for offset in range(index + 1, len(stack) - 1):
+        node, child = stack[offset], stack[offset + 1]
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            break
+        if isinstance(node, cst.If) and child is node.body:
+            known += conjuncts(node.test)
+    return known
+
+
+def _assigns(body: cst.CSTNode, test: cst.CSTNode) -> bool:
+    """Whether `body` assigns a name the test reads (its subject may change)."""
+    read = {n.value for n in (test, *descendants(test)) if isinstance(n, cst.Name)}
+    for node in descendants(body):
+        targets: list[cst.CSTNode] = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For)):
+            targets = [node.target]
+        for target in targets:
+            if read & {n.value for n in (target, *descendants(target)) if isinstance(n, cst.Name)}:
+                return True
+    return False
 
 
 def _is_elif(stack: Sequence[cst.CSTNode], index: int) -> bool:

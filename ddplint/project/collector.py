@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 from ddplint.analysis.callgraph import in_main_block
 from ddplint.analysis.catalogue import LOGGING_CONFIGURATION
+from ddplint.analysis.calls import export_switch, literal_arguments
 from ddplint.analysis.classes import imported_bases
 from ddplint.analysis.collectives import CollectiveChains, Performer, collective_name, in_lazy_initialization
 from ddplint.analysis.data import dataset_kind
@@ -23,7 +24,7 @@ from ddplint.analysis.execution import Runs
 from ddplint.analysis.file_io import writes_a_path
 from ddplint.analysis.loops import is_step
 from ddplint.analysis.rank_zero import replaces_print, sets_print
-from ddplint.analysis.seeding import ClassCalls, draws_noise, sets_train_mode
+from ddplint.analysis.seeding import ClassCalls, draws_noise, is_hf_trainer, sets_train_mode
 from ddplint.lazy import cst
 from ddplint.project.summary import EXTERNAL_ROOTS, Symbol
 
@@ -48,7 +49,7 @@ class SummaryCollector:
     def __init__(self, ctx: SemanticModel, symbols: bool = True, consulted: bool = True, calls: bool = False) -> None:
         self.ctx = ctx
         #: The top-level class being walked, with what the summary needs of it.
-        self._class: tuple[cst.ClassDef, str | None, tuple[str, ...], ClassCalls] | None = None
+        self._class: tuple[cst.ClassDef, str | None, tuple[str, ...], ClassCalls, bool] | None = None
         self.symbols_wanted = symbols
         self.consulted_wanted = consulted
         self.calls_wanted = calls
@@ -62,7 +63,7 @@ class SummaryCollector:
         #: Module functions and imported names each function calls, with the
         #: call's guards inside it (rank-dependence is known after the walk).
         self.calls: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, tuple]]] = defaultdict(list)
-        self.imported_calls: dict[cst.FunctionDef, list[tuple[str, cst.BaseExpression, tuple]]] = defaultdict(list)
+        self.imported_calls: dict[cst.FunctionDef, list[tuple[str, cst.Call, tuple]]] = defaultdict(list)
         self.silencers: set[cst.FunctionDef] = set()
         #: Calls configuring a `logging` logger (`addHandler`, `setLevel`), per
         #: function: their guards and the rank dependence of their arguments.
@@ -110,17 +111,18 @@ class SummaryCollector:
             self.called |= bases  # a Dataset base class from another module
         if self.symbols_wanted and self._top_level():
             via = tuple(sorted(q for q in bases if not _external(q)))
-            self._class = (node, dataset_kind(node, self.ctx), via, ClassCalls())
+            self._class = (node, dataset_kind(node, self.ctx), via, ClassCalls(), is_hf_trainer(bases))
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         if self._class is None or self._class[0] is not node:
             return
-        _, kind, via, calls = self._class
+        _, kind, via, calls, hf_trainer = self._class
         self._class = None
         # A Dataset that draws per sample, or a trainer whose methods step a model in train mode
         # (read from the calls the walk saw in it: regenerating a class's code cost more than the walk).
         random = (kind is not None and calls.draws) or calls.trains
-        self.classes.setdefault(node.name.value, Symbol(dataset=kind, dataset_via=via, random=random))
+        symbol = Symbol(dataset=kind, dataset_via=via, random=random, hf_trainer=hf_trainer)
+        self.classes.setdefault(node.name.value, symbol)
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
@@ -171,7 +173,7 @@ class SummaryCollector:
         if local:
             self._perform(node, function, f"`{ctx.module.code_for_node(func)}()`", targets=tuple(local))
         for qualname in linted:
-            self.imported_calls[function].append((qualname, func, condition))
+            self.imported_calls[function].append((qualname, node, condition))
 
     def _perform(self, node: cst.Call, function: cst.FunctionDef, shown: str, **what) -> None:
         lazy = in_lazy_initialization(self.ctx.stack)
@@ -285,7 +287,9 @@ class SummaryCollector:
         performs it depends on the arguments, so it does not make the
         function a collective helper. Silencing ``print`` counts anywhere.
         """
-        chains = self._chains()
+        solved = self._chains()
+        chains = solved.chains if solved is not None else {}
+        switches = solved.switches if solved is not None else {}
         rank = self.ctx.rank
         code = self.ctx.module.code_for_node
         symbols: dict[str, Symbol] = {}
@@ -297,17 +301,19 @@ class SummaryCollector:
             collective_reach = self._reach(function, all_calls=False)
             local_rank, rank_via = rank.function_imports(function)
             collective_via = {
-                q: f"`{code(f)}()`"
+                (q, f"`{code(call.func)}()`", literal_arguments(call))
                 for g in collective_reach
-                for q, f, condition in self.imported_calls.get(g, ())
+                for q, call, condition in self.imported_calls.get(g, ())
                 if self._every_call(condition)
             }
+            switch = switches.get(function)
             symbols[name] = Symbol(
                 line=lines.get(name, 0),
                 rank=local_rank,
                 rank_via=tuple(sorted(q for q in rank_via if not _external(q))),
                 collective=chains.get(function, ()),
-                collective_via=tuple(sorted(collective_via.items())),
+                collective_via=tuple(sorted(collective_via, key=repr)),
+                switch=None if switch is None else export_switch(function, *switch),
                 silences_print=self.silences_on_import or any(g in self.silencers for g in reach),
                 # Per-rank randomness each call brings: noise drawn, or a model stepped in train mode.
                 random=bool(reach & self.noise) or bool(reach & self.train_modes and reach & self.steps),
@@ -344,10 +350,11 @@ class SummaryCollector:
                 todo.extend(self._callees(current, all_calls))
         return seen
 
-    def _chains(self) -> dict[cst.FunctionDef, tuple[str, ...]]:
-        """Module functions that perform a collective on every call -> the chain
-        of calls to it (a helper whose rank branches all perform it counts)."""
+    def _chains(self) -> CollectiveChains | None:
+        """Module functions that perform a collective on every call, with the
+        chain of calls to it (a helper whose rank branches all perform it
+        counts) and the parameters that switch them off."""
         if not self.performers:
-            return {}
+            return None
         rank = self.ctx.rank
-        return CollectiveChains(self.performers, rank, rank.graph.bound).chains
+        return CollectiveChains(self.performers, rank, rank.graph.bound)

@@ -27,6 +27,12 @@ class Fact:
     random: bool = False
     #: Calling it configures `logging` per rank (a handler on the main process only).
     silences_logging: bool = False
+    #: The parameter that turns `collective` off, as `ddplint.analysis.calls.ExportedSwitch`
+    #: (``append_log(path, msg, barrier=False)`` performs nothing): None when always on.
+    switch: tuple[str, int, bool, bool | None] | None = None
+    #: A class deriving from a Hugging Face trainer (directly or through the
+    #: project's own classes): it reseeds every rank with `args.seed` itself.
+    hf_trainer: bool = False
 
     @property
     def relevant(self) -> bool:
@@ -34,18 +40,22 @@ class Fact:
         return (
             self.rank or bool(self.collective) or self.silences_print or self.dataset is not None or self.random
             or self.silences_logging
+            or self.hf_trainer
         )  # fmt: skip
 
     def to_json(self) -> list:
+        switch = None if self.switch is None else list(self.switch)
         return [
             self.path, self.line, self.rank, list(self.collective), self.silences_print, self.dataset, self.random,
-            self.silences_logging,
+            self.silences_logging, switch, self.hf_trainer,
         ]  # fmt: skip
 
     @classmethod
     def from_json(cls, data: list) -> Fact:
-        path, line, rank, collective, silences, dataset, random, logging = data
-        return cls(path, line, rank, tuple(collective), silences, dataset, random, logging)
+        path, line, rank, collective, silences, dataset, random, logging, *rest = data
+        switch = tuple(rest[0]) if rest and rest[0] is not None else None
+        hf_trainer = bool(rest[1]) if len(rest) > 1 else False
+        return cls(path, line, rank, tuple(collective), silences, dataset, random, logging, switch, hf_trainer)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
+from ddplint.analysis.calls import switched_off
 from ddplint.analysis.collectives import COLLECTIVE_FUNCTIONS, COLLECTIVE_MODULES, COLLECTIVE_QUALNAMES
 from ddplint.analysis.rank import RANK_FUNCTIONS, is_conventional_rank_call
 from ddplint.paths import message_path
@@ -198,7 +199,7 @@ class ProjectIndex:
             for name, s in entry.summary.symbols.items():
                 facts[(entry.display, name)] = Fact(
                     entry.display, s.line, s.rank, s.collective, s.silences_print, s.dataset, s.random,
-                    s.silences_logging,
+                    s.silences_logging, s.switch if s.collective else None, s.hf_trainer,
                 )  # fmt: skip
 
         def fact_of(raw: str, entry: ModuleEntry) -> Fact | None:
@@ -215,9 +216,9 @@ class ProjectIndex:
                     if not new.rank and any((f := fact_of(q, entry)) and f.rank for q in s.rank_via):
                         new = replace(new, rank=True)
                     if not new.collective:
-                        for q, shown in s.collective_via:
+                        for q, shown, arguments in s.collective_via:
                             f = fact_of(q, entry)
-                            if f is not None and f.collective:
+                            if f is not None and f.collective and not switched_off(f.switch, arguments):
                                 new = replace(new, collective=(f"{shown} from {message_path(f.path)}:{f.line}", *f.collective))
                                 break
                     if not new.silences_print and any((f := fact_of(q, entry)) and f.silences_print for q in s.silences_via):
@@ -230,6 +231,8 @@ class ProjectIndex:
                         (f := fact_of(q, entry)) and f.random and f.dataset is None for q in s.silences_via
                     ):  # a function that calls a helper drawing noise or training (not one building a Dataset)
                         new = replace(new, random=True)
+                    if not new.hf_trainer and any((f := fact_of(q, entry)) and f.hf_trainer for q in s.dataset_via):
+                        new = replace(new, hf_trainer=True)  # a subclass of the project's own trainer base
                     if new.dataset is None:
                         kinds = [f.dataset for q in s.dataset_via if (f := fact_of(q, entry)) and f.dataset]
                         if kinds:

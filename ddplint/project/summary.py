@@ -25,15 +25,18 @@ class Symbol:
 
     Each fact is known locally (`rank`, `collective`, `silences_print`,
     `dataset`) or hinges on imported names (`*_via`): it holds if one of
-    those does. `collective_via` pairs each imported callee with how the
-    call is shown in a message.
+    those does. `collective_via` gives each imported callee with how the
+    call is shown in a message and the literals it passes
+    (`ddplint.analysis.calls.LiteralArguments`: a callee's switch may turn
+    the call off); `switch` is the parameter that turns `collective` off.
     """
 
     line: int = 0
     rank: bool = False
     rank_via: tuple[str, ...] = ()
     collective: tuple[str, ...] = ()
-    collective_via: tuple[tuple[str, str], ...] = ()
+    collective_via: tuple[tuple[str, str, tuple[tuple[int | str, bool | None], ...] | None], ...] = ()
+    switch: tuple[str, int, bool, bool | None] | None = None
     silences_print: bool = False
     silences_via: tuple[str, ...] = ()
     dataset: str | None = None
@@ -46,12 +49,15 @@ class Symbol:
     #: Calling it configures `logging` per rank: a handler added or a level set
     #: under a rank test (stdout on the main process only); also through `silences_via`.
     silences_logging: bool = False
+    #: A class deriving from a Hugging Face trainer (through `dataset_via`,
+    #: its imported bases, when one of them does).
+    hf_trainer: bool = False
 
     @property
     def empty(self) -> bool:
         return not (
             self.rank or self.rank_via or self.collective or self.collective_via or self.silences_print
-            or self.silences_via or self.dataset or self.dataset_via or self.random or self.silences_logging
+            or self.silences_via or self.dataset or self.dataset_via or self.random or self.silences_logging or self.hf_trainer
         )  # fmt: skip
 
 
@@ -130,7 +136,7 @@ class ModuleSummary:
         return any(
             (fact.rank and name in self.consulted)
             or (bool(fact.collective) and name in self.collective_called)
-            or ((fact.silences_print or fact.dataset or fact.random or fact.silences_logging) and name in self.called)
+            or ((fact.silences_print or fact.dataset or fact.random or fact.silences_logging or fact.hf_trainer) and name in self.called)
             for name, fact in facts.items()
         )
 
@@ -190,7 +196,12 @@ def _symbol_from_json(data: Mapping[str, Any]) -> Symbol:
         if key in values:
             values[key] = tuple(values[key])
     if "collective_via" in values:
-        values["collective_via"] = tuple((q, shown) for q, shown in values["collective_via"])
+        values["collective_via"] = tuple(
+            (q, shown, None if arguments is None else tuple(tuple(a) for a in arguments))
+            for q, shown, arguments in values["collective_via"]
+        )  # fmt: skip
+    if values.get("switch") is not None:
+        values["switch"] = tuple(values["switch"])
     return Symbol(**values)
 
 
