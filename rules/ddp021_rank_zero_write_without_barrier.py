@@ -6,9 +6,11 @@ from dataclasses import dataclass
 
 from ddplint.analysis.calls import literal_arguments, switched_off
 from ddplint.analysis.collectives import (
+    COLLECTIVE_FUNCTIONS,
     UNAMBIGUOUS_METHODS,
     collective_name,
     in_lazy_initialization,
+    on_subgroup,
     performing_functions,
     wrapper_of,
 )
@@ -169,6 +171,8 @@ class RankZeroWriteWithoutBarrier(Rule):
                 return not switched_off(fact.switch, literal_arguments(node))
         if name in BARRIER_HELPERS:
             return not self.ctx.qualified_names(node.func) & {"torch.cuda.synchronize"}
+        if name in COLLECTIVE_FUNCTIONS and on_subgroup(node) and _distributed(self.ctx.qualified_names(node.func)):
+            return True  # a group's collective orders its members (Megatron's data-parallel all_reduce "barrier")
         return collective_name(node, self.ctx) is not None or wrapper_of(node, self.ctx) is not None
 
     def _path(
@@ -244,3 +248,8 @@ def _same_path(write: _Event, read: _Event) -> bool:
 
 def _staggered(site: Site, rank) -> bool:
     return any(g.kind is GuardKind.STAGGERED and rank.is_rank_dependent(g.deps) for g in site.guards)
+
+
+def _distributed(names: frozenset) -> bool:
+    """A function of `torch.distributed` (or DeepSpeed's `deepspeed.comm`)."""
+    return any(n and n.startswith(("torch.distributed.", "deepspeed.comm.")) for n in names)

@@ -106,10 +106,16 @@ def test_precision_is_each_rules_measured_precision(ddplint, tmp_path) -> None:
     write(git_repository(tmp_path), {"train.py": SAMPLER})
     rules = ddplint("train.py", "--format", "sarif", cwd=tmp_path).json()["runs"][0]["tool"]["driver"]["rules"]
     claimed = {rule["id"]: rule["properties"]["precision"] for rule in rules}
-    assert precision("DDP001") >= 0.95 and claimed["DDP001"] == "very-high"
-    assert 0.9 <= precision("DDP006") < 0.95 and claimed["DDP006"] == "high"
-    assert precision("DDP016") < 0.75 and claimed["DDP016"] == "low"
-    assert precision("DDP014") is None and claimed["DDP014"] == "medium"
+
+    def documented(value: float | None) -> str:
+        if value is None:
+            return "medium"
+        return "very-high" if value >= 0.95 else "high" if value >= 0.9 else "medium" if value >= 0.75 else "low"
+
+    assert claimed == {code: documented(precision(code)) for code in claimed}
+    # The measurement spans the scale: measured rules at the top and at the bottom, and unmeasured ones.
+    assert {"very-high", "low", "medium"} <= set(claimed.values())
+    assert any(precision(code) is None for code in claimed)
 
 
 # ------------------------------------------------------------------ ddplint doctor
