@@ -16,11 +16,11 @@ and gives each a `FileContext` (``self.ctx``) holding the shared per-file
 analyses. A fresh instance is made for every file, so instance attributes are
 per-file state.
 
-`FileContext` is what a rule sees as ``self.ctx``: the file's
+What a rule sees as ``self.ctx`` is the engine's `FileContext`: the file's
 `SemanticModel` plus the sink for its findings.
 
-This module must not import LibCST: `ddplint rule` lists the catalogue
-without paying for it (the analyses import it lazily).
+This module imports neither LibCST nor the analyses: `ddplint rule` and
+`ddplint doctor` load it without paying for them.
 """
 
 from __future__ import annotations
@@ -29,16 +29,22 @@ import importlib
 import inspect
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, ClassVar, Iterable, Union
+from typing import TYPE_CHECKING, Callable, ClassVar, Union
 
-from ddplint.analysis.semantic import OPTIONAL_ANALYSES, SemanticModel
 from ddplint.config.settings import Settings
-from ddplint.lazy import cst
 from ddplint.model import Fix, Related, Severity, Span
-from ddplint.project.facts import NO_FACTS, FileFacts
 
 if TYPE_CHECKING:
+    import libcst as cst
+
     from ddplint.analysis.rewrite import ProposedFix
+    from ddplint.analysis.semantic import SemanticModel
+
+    class RuleContext(SemanticModel):
+        """What a rule sees as ``self.ctx``: the file's model plus the sink
+        for its findings (`ddplint.engine.context.FileContext`)."""
+
+        def report(self, rule: Rule, node: cst.CSTNode, message: Message, **options: object) -> None: ...
 
 #: A finding's message, or a function of "where is this node" for messages
 #: that name lines (positions are only known after the walk).
@@ -54,7 +60,9 @@ _HEADING_RE = re.compile(r"^## (.+?)\s*$", re.MULTILINE)
 _REGISTRY: dict[str, type[Rule]] = {}
 
 #: The shared analyses a rule may require.
-KNOWN_ANALYSES = frozenset(OPTIONAL_ANALYSES)
+#: The shared analyses a rule may require (`analysis.semantic.OPTIONAL_ANALYSES`,
+#: named here so that loading the catalogue loads no analysis: a test keeps them equal).
+KNOWN_ANALYSES = frozenset({"rank", "loops", "data", "rank_kinds"})
 
 
 class RuleDefinitionError(TypeError):
@@ -105,46 +113,6 @@ class PendingFinding:
     fix: Fix | ProposedFix | None
     #: A severity other than the rule's (a variant of the rule); the configured one still wins.
     severity: Severity | None = None
-
-
-class FileContext(SemanticModel):
-    """The shared per-file facts and the sink for findings."""
-
-    def __init__(
-        self,
-        path: str,
-        source: str,
-        module: cst.Module,
-        settings: Settings,
-        stack: list[cst.CSTNode],
-        requires: Iterable[str] = (),
-        facts: FileFacts = NO_FACTS,
-        summarize: bool = False,
-    ) -> None:
-        super().__init__(path, source, module, settings, stack, requires, facts, summarize)
-        self.pending: list[PendingFinding] = []
-
-    # ------------------------------------------------------------ reporting
-
-    def report(
-        self,
-        rule: Rule,
-        node: cst.CSTNode,
-        message: Message,
-        *,
-        related: tuple[tuple[cst.CSTNode, str] | Related, ...] = (),
-        fix: Fix | ProposedFix | None = None,
-        statement: cst.CSTNode | None = None,
-        severity: Severity | None = None,
-    ) -> None:
-        """Record a finding; the statement around `node` scopes `# noqa`.
-
-        Rules that report from `finish()` pass the `statement` they saved,
-        since the walker's stack is gone by then.
-        """
-        self.pending.append(
-            PendingFinding(type(rule), node, statement or self.statement(), message, related, fix, severity)
-        )
 
 
 class Rule:
@@ -198,7 +166,7 @@ class Rule:
             raise RuleDefinitionError(f"{cls.__qualname__}: code {cls.code} already used by {other}")
         _REGISTRY[cls.code] = cls
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: RuleContext) -> None:
         self.ctx = ctx
 
     def report(

@@ -28,7 +28,7 @@ from ddplint.engine import check_source
 from ddplint.engine.positions import resolve_positions
 from ddplint.engine.walker import Walker
 from ddplint.model import Finding
-from ddplint.rule import FileContext
+from ddplint.engine.context import FileContext
 
 __all__ = ["ModelOf", "lint", "model_of"]
 

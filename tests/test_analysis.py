@@ -10,7 +10,7 @@ import pytest
 
 from ddplint.analysis.rank_zero import replaces_print, sets_print
 from ddplint.config import Settings
-from ddplint.rule import FileContext
+from ddplint.engine.context import FileContext
 from ddplint.engine.walker import Walker
 
 

@@ -14,7 +14,7 @@ from ddplint.analysis.callgraph import enclosing_loops
 from ddplint.analysis.calls import truth
 from ddplint.analysis.collectives import CollectiveChains, Performer, collective_name, in_lazy_initialization
 from ddplint.config import Settings
-from ddplint.rule import FileContext
+from ddplint.engine.context import FileContext
 from ddplint.engine.walker import Walker
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from ddplint.analysis.rank import GuardKind, RankAnalysis
 from ddplint.config import Settings
-from ddplint.rule import FileContext
+from ddplint.engine.context import FileContext
 from ddplint.engine.walker import Walker
 
 

@@ -115,6 +115,24 @@ def test_an_unknown_required_analysis_is_refused_when_the_class_is_defined() -> 
             requires = frozenset({"rnak"})
 
 
+def test_known_analyses_are_the_models() -> None:
+    from ddplint.analysis.semantic import OPTIONAL_ANALYSES
+    from ddplint.rule import KNOWN_ANALYSES
+
+    assert KNOWN_ANALYSES == set(OPTIONAL_ANALYSES)
+
+
+def test_the_rule_contract_loads_no_analysis() -> None:
+    """`ddplint rule` and `ddplint doctor` import the contract: it must not load
+    LibCST or the analyses (the doctor measures its own memory)."""
+    import subprocess
+    import sys
+
+    code = "import sys, ddplint.rule; print(sorted(m for m in sys.modules if m.startswith(('libcst', 'ddplint.analysis'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_missing_docs_are_refused() -> None:
     with pytest.raises(RuleDefinitionError, match="missing"):
 

@@ -12,7 +12,7 @@ import libcst as cst
 import pytest
 
 from ddplint.config import Settings
-from ddplint.rule import FileContext
+from ddplint.engine.context import FileContext
 from ddplint.engine.walker import Walker
 
 

@@ -29,7 +29,8 @@ import libcst as cst
 
 from ddplint.analysis.guards import Site
 from ddplint.analysis.scope import ScopeMark
-from ddplint.rule import FileContext, Rule
+from ddplint.engine.context import FileContext
+from ddplint.rule import Rule
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ from ddplint.project.collector import SummaryCollector
 from ddplint.project.facts import NO_FACTS, FileFacts
 from ddplint.project.summary import ModuleSummary
 from ddplint.result import FileResult
-from ddplint.rule import FileContext, PendingFinding, Rule
+from ddplint.engine.context import FileContext
+from ddplint.rule import PendingFinding, Rule
 
 _DEEP_RECURSION = 10_000
 _TOO_DEEP = "nested too deeply for ddplint's analysis (Python accepts it); not linted"

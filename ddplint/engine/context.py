@@ -1,0 +1,61 @@
+"""What a rule can ask about the file it is linting, and where it reports.
+
+`FileContext` is the per-file `SemanticModel` (ddplint/analysis/semantic.py)
+plus the sink for the findings the rules report during the walk.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable
+
+import libcst as cst
+
+from ddplint.analysis.semantic import SemanticModel
+from ddplint.config.settings import Settings
+from ddplint.model import Fix, Related, Severity
+from ddplint.project.facts import NO_FACTS, FileFacts
+from ddplint.rule import Message, PendingFinding
+
+if TYPE_CHECKING:
+    from ddplint.analysis.rewrite import ProposedFix
+    from ddplint.rule import Rule
+
+
+class FileContext(SemanticModel):
+    """The shared per-file facts and the sink for findings."""
+
+    def __init__(
+        self,
+        path: str,
+        source: str,
+        module: cst.Module,
+        settings: Settings,
+        stack: list[cst.CSTNode],
+        requires: Iterable[str] = (),
+        facts: FileFacts = NO_FACTS,
+        summarize: bool = False,
+    ) -> None:
+        super().__init__(path, source, module, settings, stack, requires, facts, summarize)
+        self.pending: list[PendingFinding] = []
+
+    # ------------------------------------------------------------ reporting
+
+    def report(
+        self,
+        rule: Rule,
+        node: cst.CSTNode,
+        message: Message,
+        *,
+        related: tuple[tuple[cst.CSTNode, str] | Related, ...] = (),
+        fix: Fix | ProposedFix | None = None,
+        statement: cst.CSTNode | None = None,
+        severity: Severity | None = None,
+    ) -> None:
+        """Record a finding; the statement around `node` scopes `# noqa`.
+
+        Rules that report from `finish()` pass the `statement` they saved,
+        since the walker's stack is gone by then.
+        """
+        self.pending.append(
+            PendingFinding(type(rule), node, statement or self.statement(), message, related, fix, severity)
+        )
