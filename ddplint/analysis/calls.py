@@ -93,11 +93,11 @@ def bound_values(call: cst.Call, function: cst.FunctionDef, skip_self: bool) -> 
 
 
 def truth(node: cst.BaseExpression | None) -> bool | None:
-    """The truth value of a literal argument (`True`, `False`, `None`, a
-    number, a string), else None."""
+    """The truth value of a literal (`True`, `False`, `None`, a number, a
+    string, `not` of one), else None (also for no node)."""
     if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
         return node.value == "True"
-    if isinstance(node, cst.Integer):
+    if isinstance(node, (cst.Integer, cst.Float)):
         return node.evaluated_value != 0
     if isinstance(node, cst.SimpleString):
         return bool(node.evaluated_value)

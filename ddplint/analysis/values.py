@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, TypeVar
 
+from ddplint.analysis.calls import truth
 from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
@@ -44,22 +45,9 @@ def _through_names(
     return literal(node)
 
 
-def _literal_truth(node: cst.CSTNode) -> bool | None:
-    if isinstance(node, cst.Name):
-        return {"True": True, "False": False, "None": False}.get(node.value)
-    if isinstance(node, (cst.Integer, cst.Float)):
-        return node.evaluated_value != 0
-    if isinstance(node, cst.SimpleString):
-        return bool(node.evaluated_value)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
-        inner = _literal_truth(node.expression)
-        return None if inner is None else not inner
-    return None
-
-
 def truthiness(node: cst.CSTNode, ctx: ModelView) -> bool | None:
     """True/False if `node` is certainly truthy/falsy, else None."""
-    return _through_names(node, ctx, _literal_truth)
+    return _through_names(node, ctx, truth)
 
 
 def _literal_int(node: cst.CSTNode) -> int | None:

@@ -6,14 +6,13 @@ plus the sink for the findings the rules report during the walk.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+import functools
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from ddplint.analysis.semantic import SemanticModel
-from ddplint.config.settings import Settings
 from ddplint.model import Fix, Related, Severity
-from ddplint.project.facts import NO_FACTS, FileFacts
 from ddplint.rule import Message, PendingFinding
 
 if TYPE_CHECKING:
@@ -24,19 +23,10 @@ if TYPE_CHECKING:
 class FileContext(SemanticModel):
     """The shared per-file facts and the sink for findings."""
 
-    def __init__(
-        self,
-        path: str,
-        source: str,
-        module: cst.Module,
-        settings: Settings,
-        stack: list[cst.CSTNode],
-        requires: Iterable[str] = (),
-        facts: FileFacts = NO_FACTS,
-        summarize: bool = False,
-    ) -> None:
-        super().__init__(path, source, module, settings, stack, requires, facts, summarize)
-        self.pending: list[PendingFinding] = []
+    @functools.cached_property
+    def pending(self) -> list[PendingFinding]:
+        """The findings reported so far, in order."""
+        return []
 
     # ------------------------------------------------------------ reporting
 
