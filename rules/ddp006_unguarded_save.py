@@ -60,8 +60,12 @@ class UnguardedSave(Rule):
     `if args.local_rank == -1:`, `if world_size == 1:`, in the `else` of
     `if args.distributed:`, after `if dist.is_initialized(): return`, or
     under a flag the distributed setup asserts off (`assert not opt.evolve`
-    in `if LOCAL_RANK != -1:`). A function the
-    module never calls is not judged (its callers are elsewhere). Collective
+    in `if LOCAL_RANK != -1:`). Nor is a write into an in-memory buffer
+    (`io.BytesIO`) or under a fresh per-process temporary path
+    (`tempfile.mkdtemp()`). A function nobody calls is judged when its own
+    body shows that every rank runs it (it tests the rank or enters an
+    unguarded collective), unless another module of the project calls it
+    (its callers decide). Collective
     checkpoint APIs (`dcp.save`, `accelerator.save_state`) and
     `accelerator.save`, which writes on the main process only, are not
     writes of this kind.

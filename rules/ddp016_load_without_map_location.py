@@ -28,13 +28,13 @@ class LoadWithoutMapLocation(Rule):
     Not flagged: a `map_location` naming the CPU, the rank's own device, a
     function, or `"cuda"` (the current device, the rank's own once
     `torch.cuda.set_device` ran; DDP010 reports modules that never set it);
-    a path that differs per rank (each rank reads back what it wrote); loads under a rank-0 guard or in a one-process branch; code
-    outside distributed training.
+    a path that differs per rank (each rank reads back what it wrote); loads under a rank-0 guard or in a one-process branch; the
+    `if args.gpu is None:` branch of the ImageNet template, whose other
+    branch loads with `map_location` built from `args.gpu` (no GPU per
+    process there); code outside distributed training.
 
     **Preview** (`--preview`): on the training repositories many loads
-    read files saved from CPU tensors, or ran on one process in a branch
-    ddplint cannot tell apart from the distributed one (the ImageNet
-    template's `if args.gpu is None:`), so most findings were not worth a
+    read files saved from CPU tensors, so most findings were not worth a
     warning there.
 
     ## Why is this bad?
