@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import sys
 from typing import Iterator
 
@@ -20,7 +21,7 @@ from ddplint.config.settings import Settings
 from ddplint.engine.deferred import DeferredChecks
 from ddplint.engine.findings import make_finding
 from ddplint.engine.fixes import resolve_fix
-from ddplint.engine.positions import comments, resolve_positions, to_span
+from ddplint.engine.positions import Positions, comments, to_span
 from ddplint.engine.suppression import Suppressions
 from ddplint.engine.walker import Walker
 from ddplint.model import Finding, Notice, NoticeLevel, Related, Span
@@ -32,6 +33,8 @@ from ddplint.engine.context import FileContext
 from ddplint.rule import PendingFinding, Rule
 
 _DEEP_RECURSION = 10_000
+#: Only comments that mention it can suppress anything: most files need no comment scan.
+_NOQA = re.compile("noqa", re.IGNORECASE)
 _TOO_DEEP = "nested too deeply for ddplint's analysis (Python accepts it); not linted"
 
 
@@ -143,8 +146,8 @@ def _lint_module(
 def _finalize(
     path: str, text: str, module: cst.Module, settings: Settings, pending: list[PendingFinding]
 ) -> tuple[Finding, ...]:
-    positions = resolve_positions(module)
-    suppressions = Suppressions.from_comments(comments(positions))
+    positions = Positions(module, text)
+    suppressions = Suppressions.from_comments(comments(text) if _NOQA.search(text) else ())
     lines = text.splitlines()
     findings = []
     def span_of(node: cst.CSTNode) -> Span:

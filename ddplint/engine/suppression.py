@@ -2,9 +2,9 @@
 file-wide ``# ddplint: noqa`` / ``# ddplint: noqa: DDP007``.
 
 Codes are matched as prefixes (``DDP0`` silences DDP000-DDP099), like Ruff.
-The parser works on comment texts that the engine collects from LibCST's
-tree (never from a regex over raw lines, so ``"# noqa"`` inside a string
-suppresses nothing).
+The parser works on comment texts that the engine collects with Python's
+tokenizer (never from a regex over raw lines, so ``"# noqa"`` inside a
+string suppresses nothing).
 """
 
 from __future__ import annotations
