@@ -39,65 +39,90 @@ class GetitemReturnsNonTensor(Rule):
     """
     ## What it does
 
-    Flags a `return` in `__getitem__` of a map-style `torch.utils.data.
-    Dataset` that returns something plainly not a tensor: a NumPy array
-    (`np.array`, `np.asarray`, `np.load`, `cv2.imread`, `x.numpy()`, ...), a
-    `str`/`bytes` payload (a literal or f-string, `str(...)`, `.decode()`,
-    `f.read()`), or a tuple/list/dict holding one (`return img_np, label`,
-    `return {"image": image.astype(np.float32), "label": self.labels[i]}`).
-    A NumPy leaf is enough: `.astype`/`.transpose`/`.reshape`, arithmetic
-    on an array and NumPy scalars (`np.int64(label)`) stay NumPy, and
-    unknown values beside it do not hide it. Local assignments in
-    `__getitem__` are followed. Not flagged: tensors and structures holding
-    a tensor (`return image_tensor, label, path`), numbers alone, and
-    anything unknown alone (`self.transform(img)`, `self.samples[idx]`).
+    Flags a `return` in `__getitem__` of a map-style Dataset whose sample
+    the default collate function cannot batch, where a DataLoader of the
+    module batches that dataset with it (no `collate_fn`, or
+    `collate_fn=None`/`default_collate`, and a `batch_size` that is not
+    `None`). The shapes:
 
-    **Preview** (`--preview`): on the training repositories of the ecosystem
-    check no finding was one a maintainer would fix, because the default
-    `collate_fn` converts NumPy arrays to tensors inside the worker; the cost
-    is real only with a custom `collate_fn` that keeps them, or
-    `batch_size=None`.
+    - a PIL image: `Image.open(...)`, `.convert(...)`, `.resize(...)`, also
+      after PIL-only torchvision transforms (flips, crops, `Resize`,
+      `ColorJitter`, ... alone or in a `Compose` without `ToTensor`/
+      `PILToTensor`) and `transforms.functional` calls;
+    - `None` (a bad-sample path), written in the return or returned by a
+      helper the return calls;
+    - a tensor or list whose length is the sample's own: the words of a
+      whitespace `split()`, tokenizer output with no `padding="max_length"`
+      (`padding=True` pads one text to itself);
+    - a flat Python list of numbers (`[x, y, w, h]`, `[float(v) for v in row]`);
+    - a NumPy array of `dtype=object`.
+
+    Values are followed through local assignments in source order, module
+    names, `self.` attributes and the helpers and methods the return calls;
+    the dataset is followed into the DataLoader through names, parameters,
+    attributes, helper returns, `Subset` and module subclasses that inherit
+    `__getitem__`. NumPy arrays, numbers, strings and dicts of them are not
+    flagged (the default collate converts them), nor anything unknown (a
+    transform passed in as a parameter), nor a dataset no DataLoader of the
+    module loads: a dataset batched in another module, by a `collate_fn`
+    there, is not reported (on the training repositories of the ecosystem
+    check, datasets without a visible DataLoader were storage readers that
+    never reach one).
 
     ## Why is this bad?
 
-    A DataLoader worker sends each batch to the main process through a
-    result queue. Tensors in the batch travel through shared memory, and
-    the default collate function turns NumPy arrays into tensors first; but
-    anything that stays a Python object (all of the sample with a custom
-    `collate_fn` that does not convert, strings and bytes always) is pickled
-    and copied through the pipe, once per sample, which costs CPU time and
-    memory in every worker and in the main process. Returning tensors
-    (`torch.from_numpy(array)`, `torch.as_tensor(...)`) lets the DataLoader's
-    shared-memory transfer do the work, and keeps the training loop from
-    converting on the main process.
+    `default_collate` batches tensors, NumPy arrays, numbers, strings and
+    dicts/sequences of them. A PIL image, `None` or an object array makes it
+    raise `TypeError` on the first batch that holds one; sequences of two
+    lengths make `torch.stack` raise `RuntimeError`. That happens after the
+    job has been queued, started on every rank and loaded its data, and a
+    `None` path may only fail hours in, on the first bad record. A flat list
+    of numbers fails nothing: the collate transposes it into one `[batch]`
+    tensor per position instead of one `[batch, n]` tensor.
 
     ## Example
 
     ```python
-    class Images(Dataset):
-        def __getitem__(self, index):
-            image = np.asarray(Image.open(self.paths[index]).convert("RGB"))
-            return image, self.labels[index]
+    class Leaves(Dataset):
+        def __init__(self, files):
+            self.files = files
+            self.flip = torchvision.transforms.RandomHorizontalFlip()
+
+        def __getitem__(self, i):
+            leaf = Image.open(self.files[i])
+            return self.flip(leaf)  # a PIL image
+
+
+    loader = DataLoader(Leaves(files), batch_size=16)
     ```
 
     ## Use instead
 
     ```python
-    class Images(Dataset):
-        def __getitem__(self, index):
-            image = np.asarray(Image.open(self.paths[index]).convert("RGB"))
-            return torch.from_numpy(image).permute(2, 0, 1), self.labels[index]
+    class Leaves(Dataset):
+        def __init__(self, files):
+            self.files = files
+            self.flip = torchvision.transforms.RandomHorizontalFlip()
+
+        def __getitem__(self, i):
+            leaf = Image.open(self.files[i]).convert("RGB")
+            return torchvision.transforms.ToTensor()(self.flip(leaf))
     ```
+
+    Pad sequences in a `collate_fn` (`pad_sequence`) or to a fixed length
+    in the tokenizer (`padding="max_length", truncation=True`); drop `None`
+    samples in a `collate_fn` before calling `default_collate`; return
+    `torch.tensor([...])` for a vector.
 
     ## Fix safety
 
-    No automatic fix: converting a returned value (`torch.from_numpy`,
-    `torch.tensor`) needs its dtype and whether it shares memory, which only
-    the author knows.
+    No automatic fix: the right conversion (`ToTensor` and its scaling, the
+    padding value, what to do with a bad sample) is the author's choice.
 
     ## References
 
-    - [torch.utils.data: memory pinning and multi-process loading](https://pytorch.org/docs/stable/data.html#multi-process-data-loading)
+    - [torch.utils.data: automatic batching and `collate_fn`](https://pytorch.org/docs/stable/data.html#dataloader-collate-fn)
+    - [`torch.utils.data.default_collate`](https://pytorch.org/docs/stable/data.html#torch.utils.data.default_collate)
     """
 
     code = "DDP004"

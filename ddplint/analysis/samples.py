@@ -118,7 +118,7 @@ class _Reader:
         values = [e.value for e in node.elements if isinstance(e, (cst.Element, cst.DictElement))]
         kinds = [self.kind(v, function, depth) for v in values]
         harmful = [k for k, v in zip(kinds, values) if isinstance(k, Shape) and (k is not Shape.NONE or isinstance(v, cst.Name))]
-        if isinstance(node, cst.List) and kinds and all(k is _Kind.NUMBER for k in kinds):
+        if isinstance(node, cst.List) and len(kinds) > 1 and all(k is _Kind.NUMBER for k in kinds):
             return Shape.FLAT
         return harmful[0] if harmful and len(values) == len(node.elements) else None
 
