@@ -11,8 +11,7 @@ from ddplint.rule import Rule
 #: What the default collate does with each shape, and the fix.
 CONSEQUENCES = {
     Shape.PIL: (
-        "`default_collate` raises `TypeError` on the first batch (it batches tensors, NumPy arrays, numbers, "
-        "strings, dicts and sequences only)",
+        "`default_collate` raises `TypeError` on the first batch (it takes tensors, arrays, numbers, strings and containers)",
         "end the transform chain with `ToTensor()`/`PILToTensor()`",
     ),
     Shape.NONE: (
@@ -24,8 +23,7 @@ CONSEQUENCES = {
         "pad/truncate to a fixed length, or pass a padding `collate_fn` (`pad_sequence`)",
     ),
     Shape.FLAT: (
-        "`default_collate` silently transposes it into one tensor per position (a list of `[batch]` tensors, "
-        "not a `[batch, n]` tensor)",
+        "`default_collate` silently transposes it into a list of `[batch]` tensors, one per position",
         "return `torch.tensor([...])`",
     ),
     Shape.OBJECT: (

@@ -18,8 +18,17 @@ import enum
 from typing import TYPE_CHECKING
 
 from ddplint.analysis.catalogue import (
-    COMPOSES, NUMBER_CALLS, OBJECT_DTYPES, PIL_FUNCTIONS, PIL_IMAGES, PIL_METHODS, PIL_TRANSFORMS, RAGGED_METHODS,
-    SEQUENCE_CONSTRUCTORS, TO_TENSOR, TOKENIZER_METHODS,
+    COMPOSES,
+    NUMBER_CALLS,
+    OBJECT_DTYPES,
+    PIL_FUNCTIONS,
+    PIL_IMAGES,
+    PIL_METHODS,
+    PIL_TRANSFORMS,
+    RAGGED_METHODS,
+    SEQUENCE_CONSTRUCTORS,
+    TO_TENSOR,
+    TOKENIZER_METHODS,
 )  # fmt: skip
 from ddplint.analysis.names import last_name
 from ddplint.analysis.tree import children, descendants
