@@ -364,3 +364,53 @@ BUILTINS_MODULES = frozenset({"builtins", "__builtin__"})
 #: Calls that configure what a `logging` logger emits: under a rank test (or
 #: given a rank-dependent level), the logger speaks on some ranks only.
 LOGGING_CONFIGURATION = frozenset({"addHandler", "setLevel", "addFilter", "basicConfig"})
+
+#: Sample values the default DataLoader collate cannot batch (analysis/samples.py).
+#: Calls that return a PIL image.
+PIL_IMAGES = frozenset({"PIL.Image.open", "PIL.Image.fromarray", "PIL.Image.new", "PIL.Image.merge"})
+#: PIL image methods that return a PIL image.
+PIL_METHODS = frozenset({"convert", "resize", "crop", "rotate", "transpose", "copy", "filter", "thumbnail_copy"})
+_TV = ("torchvision.transforms.", "torchvision.transforms.transforms.", "torchvision.transforms.v2.")
+#: torchvision transforms that take a PIL image and give one back (without `ToTensor` the sample stays PIL).
+PIL_TRANSFORMS = frozenset(
+    prefix + name
+    for prefix in _TV
+    for name in (
+        "RandomHorizontalFlip", "RandomVerticalFlip", "RandomResizedCrop", "RandomCrop", "CenterCrop", "Resize",
+        "ColorJitter", "RandomRotation", "RandomAffine", "RandomGrayscale", "Grayscale", "Pad", "RandomPerspective",
+        "GaussianBlur", "RandomAutocontrast", "RandomEqualize", "RandomPosterize", "RandomSolarize",
+        "RandomAdjustSharpness", "RandomInvert", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix",
+    )
+)  # fmt: skip
+#: torchvision transforms that chain the transforms listed in their first argument.
+COMPOSES = frozenset(prefix + name for prefix in _TV for name in ("Compose", "RandomApply", "RandomChoice", "RandomOrder"))
+#: torchvision transforms and functions that turn a PIL image into a tensor.
+TO_TENSOR = frozenset(
+    {prefix + name for prefix in _TV for name in ("ToTensor", "PILToTensor")}
+    | {"torchvision.transforms.functional.to_tensor", "torchvision.transforms.functional.pil_to_tensor",
+       "torchvision.transforms.v2.ToImage", "torchvision.transforms.v2.ToImageTensor"}
+)  # fmt: skip
+#: torchvision.transforms.functional calls that return a PIL image when given one.
+PIL_FUNCTIONS = frozenset(
+    f"torchvision.transforms.functional.{name}"
+    for name in ("hflip", "vflip", "resize", "crop", "center_crop", "resized_crop", "rotate", "pad", "affine",
+                 "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "to_grayscale")
+)  # fmt: skip
+#: Calls that keep a per-sample length: a tensor or array built from a ragged list is ragged.
+SEQUENCE_CONSTRUCTORS = frozenset({
+    "torch.tensor", "torch.as_tensor", "torch.LongTensor", "torch.Tensor", "torch.FloatTensor", "torch.IntTensor",
+    "numpy.array", "numpy.asarray", "builtins.list",
+})  # fmt: skip
+#: Methods of a ragged tensor or tokenizer output that keep it ragged.
+RAGGED_METHODS = frozenset({"squeeze", "flatten", "long", "int", "float", "to", "clone", "ids", "input_ids"})
+#: Tokenizer methods that encode one text to its own length (unless padded to a fixed one).
+TOKENIZER_METHODS = frozenset({"encode", "encode_plus", "__call__"})
+#: Calls that give a number.
+NUMBER_CALLS = frozenset({"builtins.int", "builtins.float", "builtins.len", "builtins.round"})
+#: `dtype=` values that make an object array.
+OBJECT_DTYPES = frozenset({"builtins.object", "numpy.object_", "numpy.object"})
+#: The default collate itself, passed explicitly.
+DEFAULT_COLLATES = frozenset({"torch.utils.data.default_collate", "torch.utils.data._utils.collate.default_collate",
+                              "torch.utils.data.dataloader.default_collate"})  # fmt: skip
+#: Dataset wrappers whose samples are their first argument's (`Subset(dataset, indices)`).
+DATASET_WRAPPERS = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset"})
