@@ -364,3 +364,24 @@ BUILTINS_MODULES = frozenset({"builtins", "__builtin__"})
 #: Calls that configure what a `logging` logger emits: under a rank test (or
 #: given a rank-dependent level), the logger speaks on some ranks only.
 LOGGING_CONFIGURATION = frozenset({"addHandler", "setLevel", "addFilter", "basicConfig"})
+
+#: Train/validation splits drawn from a global generator unless given a seed
+#: (the keywords that seed them): torch's `random_split` draws from torch's
+#: generator, scikit-learn's `train_test_split` from NumPy's.
+RANDOM_SPLITS = {
+    "torch.utils.data.random_split": ("torch", ("generator",)),
+    "torch.utils.data.dataset.random_split": ("torch", ("generator",)),
+    "sklearn.model_selection.train_test_split": ("numpy", ("random_state",)),
+    "sklearn.model_selection._split.train_test_split": ("numpy", ("random_state",)),
+    "sklearn.cross_validation.train_test_split": ("numpy", ("random_state",)),
+}  # fmt: skip
+#: Draws of an index permutation from a global generator (`random.shuffle`,
+#: `np.random.shuffle`: in place) -> the generator.
+PERMUTATION_DRAWS = {
+    "numpy.random.permutation": "numpy", "numpy.random.shuffle": "numpy", "torch.randperm": "torch",
+    "random.shuffle": "random",
+}  # fmt: skip
+#: Calls that cut an array into parts (`np.split(perm, [n])`).
+ARRAY_SPLITS = frozenset({"numpy.split", "numpy.array_split", "torch.split", "torch.tensor_split"})
+#: Collectives that hand one rank's objects to all (the split made on rank 0, then shared).
+BROADCASTS = frozenset({"broadcast_object_list", "broadcast", "broadcast_object"})
