@@ -109,15 +109,15 @@ def _permuted_name(call: cst.Call, ctx: ModelView) -> str | None:
 
 
 def _cut_into_parts(call: cst.Call, ctx: ModelView) -> bool:
-    """Whether the function (or module) cuts the permuted indices into parts:
-    two slices of them (`perm[:n]`, `perm[n:]`) or an array split (`np.split(perm, [n])`)."""
+    """Whether the code after the draw cuts the permuted indices into parts:
+    two slices of them (`perm[:n]`, `perm[n:]`) or an array split
+    (`np.split(perm, [n])`). Read are the rest of each block around the draw,
+    out to its function: not a branch beside it, not code before it."""
     name = _permuted_name(call, ctx)
     if name is None:
         return False
-    function = ctx.enclosing_function()
-    scope = function.body if function is not None else ctx.module
     slices = 0
-    for node in descendants(scope):
+    for node in (n for statement in _following(ctx.stack) for n in (statement, *descendants(statement))):
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and node.value.value == name:
             slices += any(isinstance(e.slice, cst.Slice) for e in node.slice)
         elif isinstance(node, cst.Call) and ctx.qualified_names(node.func) & ARRAY_SPLITS and node.args:
@@ -125,6 +125,21 @@ def _cut_into_parts(call: cst.Call, ctx: ModelView) -> bool:
             if any(isinstance(n, cst.Name) and n.value == name for n in (first, *descendants(first))):
                 return True
     return slices >= 2
+
+
+def _following(stack: list[cst.CSTNode]) -> list[cst.CSTNode]:
+    """The statement holding the top of `stack` and those after it in each
+    enclosing block, innermost first, up to the enclosing function's body."""
+    found: list[cst.CSTNode] = []
+    for index in range(len(stack) - 2, -1, -1):
+        block, child = stack[index], stack[index + 1]
+        if isinstance(block, (cst.IndentedBlock, cst.Module)):
+            at = next((i for i, statement in enumerate(block.body) if statement is child), None)
+            if at is not None:
+                found.extend(block.body[at + (1 if found else 0) :])
+        if isinstance(block, (cst.FunctionDef, cst.ClassDef)):
+            break
+    return found
 
 
 def shared_in(function: cst.FunctionDef | None, ctx: ModelView) -> bool:
