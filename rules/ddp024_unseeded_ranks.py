@@ -46,7 +46,7 @@ class UnseededRanks(Rule):
     ```python
     dist.init_process_group("nccl")
     torch.manual_seed(args.seed + dist.get_rank())
-    train_set, val_set = random_split(dataset, [0.9, 0.1])
+    train_set, val_set = torch.utils.data.random_split(dataset, [0.9, 0.1])
     ```
 
     ## Use instead
@@ -55,7 +55,7 @@ class UnseededRanks(Rule):
     dist.init_process_group("nccl")
     torch.manual_seed(args.seed + dist.get_rank())
     split = torch.Generator().manual_seed(args.seed)
-    train_set, val_set = random_split(dataset, [0.9, 0.1], generator=split)
+    train_set, val_set = torch.utils.data.random_split(dataset, [0.9, 0.1], generator=split)
     ```
 
     Or split once on rank 0 and broadcast the indices

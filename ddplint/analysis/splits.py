@@ -68,7 +68,7 @@ def split_draw(call: cst.Call, ctx: ModelView) -> SplitDraw | None:
             return SplitDraw(TORCH, "`random_split` without `generator=`", "pass `generator=torch.Generator().manual_seed(seed)`")
         return SplitDraw(NUMPY, "`train_test_split` without `random_state=`", "pass `random_state=seed`")
     func = call.func
-    if not names and isinstance(func, cst.Attribute) and func.attr.value == "train_test_split":
+    if not any(names) and isinstance(func, cst.Attribute) and func.attr.value == "train_test_split":
         if "seed" in keywords or "generator" in keywords:
             return None
         return SplitDraw(NUMPY, "`.train_test_split` without `seed=`", "pass `seed=seed`")  # a `datasets.Dataset`
