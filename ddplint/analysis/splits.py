@@ -15,7 +15,9 @@ when every rank seeded that generator alike before drawing it:
   (`seed + rank`, accelerate's `set_seed(..., device_specific=True)`: the
   splits differ), nothing (each process starts from fresh entropy: they
   differ), or not known (the module is a library of helpers whose program,
-  and seeds, are elsewhere).
+  and seeds, are elsewhere: it has no ``__main__`` block or module-level
+  call and the split's function does not join the process group itself,
+  or other modules call the function).
 * `shared_in(function, ctx)`: the function broadcasts objects from one rank
   (`dist.broadcast_object_list(...)`): a split made there is handed to all.
 """
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
     from ddplint.analysis.view import ModelView
 
 TORCH, NUMPY, PYTHON = "torch", "numpy", "random"
+#: Calls that start a rank's program where they are: the seeds before them are this module's.
+_STARTS = frozenset({"init_process_group", "Accelerator", "PartialState"})
 _ALL_GENERATORS = frozenset({TORCH, NUMPY, PYTHON})
 #: The generators' names as a message says them.
 GENERATOR_NAMES = {TORCH: "torch's generator", NUMPY: "NumPy's generator", PYTHON: "Python's `random`"}
@@ -194,9 +198,13 @@ class SeedLog:
         self.order: dict[int, int] = {}
         #: A call that says "seed" whose reach is not known (`utils.set_deterministic_seed(s)`).
         self.other_seeding = False
+        #: Functions (None: module level) that join the process group: a rank's program starts there.
+        self.starts: list[cst.FunctionDef | None] = []
 
     def note(self, call: cst.Call) -> None:
         self.order[id(call)] = len(self.order)
+        if last_name(call.func) in _STARTS:
+            self.starts.append(self.ctx.enclosing_function())
         generators = seeded_generators(call, self.ctx)
         if not generators:
             if "seed" in self.ctx.module.code_for_node(call.func).lower():
@@ -223,11 +231,11 @@ class SeedLog:
         same = [s for s in reaching if s.site.function is split.function]
         for seed in same[-1:] or sorted(reaching, key=lambda s: self._per_rank(s)):
             return (Seeded.PER_RANK if self._per_rank(seed) else Seeded.COMMON), seed.site
-        if self.other_seeding or not runs_as_program(self.ctx.module):
-            return Seeded.UNKNOWN, None
-        if rank.execution.from_elsewhere(split.function):
+        execution = rank.execution
+        if self.other_seeding or execution.from_elsewhere(split.function):
             return Seeded.UNKNOWN, None  # other modules call it: their program may seed
-        return Seeded.NOTHING, None
+        starts = runs_as_program(self.ctx.module) or split.function in self.starts
+        return (Seeded.NOTHING if starts else Seeded.UNKNOWN), None
 
     def _per_rank(self, seed: _Seed) -> bool:
         return seed.device_specific or self.rank.is_rank_dependent(seed.site.deps)
