@@ -477,3 +477,47 @@ def test_default_collated(loaders: str, expected) -> None:
     ctx, _ = walk(source, requires=("data",))
     classdef = next(s for s in ctx.module.body if isinstance(s, cst.ClassDef))
     assert ctx.data.default_collated(classdef) is expected
+
+
+class _SplitProbe:
+    """Records, for each `probe(...)` statement's call, which generator the split it draws comes from."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx, self.seen = ctx, []
+
+    def visit_Call(self, node) -> None:
+        from ddplint.analysis.splits import split_draw
+
+        if self.ctx.qualified_name(node.func) != "probe":
+            draw = split_draw(node, self.ctx)
+            if draw is not None:
+                self.seen.append(draw.generator)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("a, b = random_split(ds, [0.9, 0.1])", ["torch"]),
+        ("a, b = random_split(ds, [0.9, 0.1], generator=g)", []),
+        ("a, b = random_split(ds, [0.9, 0.1], g)", []),
+        ("a, b = train_test_split(ids, test_size=0.1)", ["numpy"]),
+        ("a, b = train_test_split(ids, test_size=0.1, random_state=0)", []),
+        ("a, b = train_test_split(ids, test_size=0.1, shuffle=False)", []),
+        ("parts = hf.train_test_split(test_size=0.1)", ["numpy"]),
+        ("parts = hf.train_test_split(test_size=0.1, seed=3)", []),
+        ("p = np.random.permutation(n)\na, b = p[:9], p[9:]", ["numpy"]),
+        ("p = torch.randperm(n).tolist()\na, b = np.split(np.array(p), [9])", ["torch"]),
+        ("random.shuffle(ids)\na, b = ids[:9], ids[9:]", ["random"]),
+        ("p = np.random.permutation(n)\nrows = [ds[i] for i in p]", []),  # used whole: no split
+        ("p = torch.randperm(n)\nmine = p[rank::world]", []),  # one slice: a shard
+        ("a, b = ids[:9], ids[9:]\nrandom.shuffle(ids)", []),  # cut before the shuffle
+        ("p = np.random.default_rng(0).permutation(n)\na, b = p[:9], p[9:]", []),  # its own generator
+    ],
+)
+def test_split_draws(body: str, expected: list) -> None:
+    header = (
+        "import random\nimport numpy as np\nimport torch\nfrom torch.utils.data import random_split\n"
+        "from sklearn.model_selection import train_test_split\n"
+    )
+    _, (probe,) = walk(header + "def f(ds, ids, n, g, hf, rank, world):\n" + textwrap.indent(body, "    "), _SplitProbe)
+    assert probe.seen == expected

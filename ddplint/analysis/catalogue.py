@@ -414,3 +414,23 @@ DEFAULT_COLLATES = frozenset({"torch.utils.data.default_collate", "torch.utils.d
                               "torch.utils.data.dataloader.default_collate"})  # fmt: skip
 #: Dataset wrappers whose samples are their first argument's (`Subset(dataset, indices)`).
 DATASET_WRAPPERS = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset"})
+#: Train/validation splits drawn from a global generator unless given a seed
+#: (the keywords that seed them): torch's `random_split` draws from torch's
+#: generator, scikit-learn's `train_test_split` from NumPy's.
+RANDOM_SPLITS = {
+    "torch.utils.data.random_split": ("torch", ("generator",)),
+    "torch.utils.data.dataset.random_split": ("torch", ("generator",)),
+    "sklearn.model_selection.train_test_split": ("numpy", ("random_state",)),
+    "sklearn.model_selection._split.train_test_split": ("numpy", ("random_state",)),
+    "sklearn.cross_validation.train_test_split": ("numpy", ("random_state",)),
+}  # fmt: skip
+#: Draws of an index permutation from a global generator (`random.shuffle`,
+#: `np.random.shuffle`: in place) -> the generator.
+PERMUTATION_DRAWS = {
+    "numpy.random.permutation": "numpy", "numpy.random.shuffle": "numpy", "torch.randperm": "torch",
+    "random.shuffle": "random",
+}  # fmt: skip
+#: Calls that cut an array into parts (`np.split(perm, [n])`).
+ARRAY_SPLITS = frozenset({"numpy.split", "numpy.array_split", "torch.split", "torch.tensor_split"})
+#: Collectives that hand one rank's objects to all (the split made on rank 0, then shared).
+BROADCASTS = frozenset({"broadcast_object_list", "broadcast", "broadcast_object"})
