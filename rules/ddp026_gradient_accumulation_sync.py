@@ -2,18 +2,7 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.accumulation import (
-    forwards_of,
-    gated,
-    is_backward,
-    is_optimizer_step,
-    iteration_calls,
-    micro_batches,
-    no_sync_of,
-    unconditional_no_sync,
-    wrapper_kind,
-)
-from ddplint.analysis.catalogue import MANUAL_REDUCE, SYNC_CONTROLS
+from ddplint.analysis.accumulation import NO_EFFECT, UNREDUCED, WASTED, sync_findings
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
@@ -100,77 +89,28 @@ class GradientAccumulationSync(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.controlled = False
-        #: Findings a loop decided, reported when the walk reaches their node (id -> message, severity).
-        self.pending: dict[int, tuple[str, Severity]] = {}
+        #: Findings decided at a loop, reported when the walk reaches their node: id -> (kind, model shown).
+        self.pending: dict[int, tuple[str, str]] = {}
 
-    def visit_Module(self, node: cst.Module) -> None:
-        self.controlled = any(word in self.ctx.source for word in SYNC_CONTROLS)
-
-    def visit_For(self, node: cst.For | cst.While) -> None:
-        shape = micro_batches(node, self.ctx.loops.enclosing_loops())
-        if shape is None:
-            return
-        syncing = [r for r in shape.backwards if unconditional_no_sync(r) is None]
-        if not syncing:
-            self._unreduced(unconditional_no_sync(shape.backwards[0]))  # type: ignore[arg-type]
-        elif shape.accumulates and not self.controlled:
-            every = [r for r in iteration_calls(node) if gated(r) is None]
-            forward = next(forwards_of(every, self.ctx), None)
-            if forward is not None:
-                shown = self.ctx.module.code_for_node(forward[1])
-                self.pending[id(syncing[0].call)] = (
-                    f"DDP all-reduces the gradients of `{shown}` in every backward, but the optimizer steps only "
-                    "every k-th micro-batch: k-1 of k all-reduces are wasted; run the non-stepping micro-batches' "
-                    f"forward and backward inside `{shown}.no_sync()`",
-                    Severity.WARNING,
-                )
-
-    visit_While = visit_For
-
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_For(self, node: cst.For | cst.While | cst.With) -> None:
+        for where, kind, model in sync_findings(node, self.ctx):
+            self.pending.setdefault(id(where), (kind, self.ctx.module.code_for_node(model)))
         self._emit(node)
 
-    def visit_With(self, node: cst.With) -> None:
-        model = no_sync_of(node)
-        if model is None:
-            return
-        inside = iteration_calls(node)
-        if any(is_optimizer_step(r.call) for r in inside):
-            self._unreduced(node)
-        if self._emit(node):
-            return
-        shown = self.ctx.module.code_for_node(model)
-        if not any(is_backward(r.call) for r in inside) or shown in self.ctx.module.code_for_node(node.body):
-            return
-        loops = self.ctx.loops.enclosing_loops()
-        scope = loops[0] if loops else self.ctx.enclosing_function()
-        if scope is None or wrapper_kind(model, self.ctx) != "DDP":
-            return
-        outside = [r for r in iteration_calls(scope) if node not in r.path]
-        if any(self.ctx.module.code_for_node(m) == shown for _, m in forwards_of(outside, self.ctx)):
-            self.report(
-                node,
-                f"`{shown}.no_sync()` wraps only the backward: the forward of `{shown}` ran outside it and "
-                "already armed DDP's all-reduce, so this backward still reduces the gradients; put the forward "
-                "inside the `no_sync` block too",
-            )
+    visit_While = visit_With = visit_Call = visit_For
 
-    def _emit(self, node: cst.CSTNode) -> bool:
+    def _emit(self, node: cst.CSTNode) -> None:
         found = self.pending.pop(id(node), None)
         if found is not None:
-            self.report(node, found[0], severity=found[1] if found[1] is not self.severity else None)
-        return found is not None
+            kind, shown = found
+            self.report(node, MESSAGES[kind].format(shown), severity=Severity.ERROR if kind == UNREDUCED else None)
 
-    def _unreduced(self, node: cst.With) -> None:
-        function = self.ctx.enclosing_function()
-        text = self.ctx.module.code_for_node(function or self.ctx.module)
-        if any(word in text for word in MANUAL_REDUCE):
-            return
-        shown = self.ctx.module.code_for_node(no_sync_of(node))  # type: ignore[arg-type]
-        self.pending[id(node)] = (
-            f"the micro-batch before `optimizer.step()` runs inside `{shown}.no_sync()` too: its gradients are "
-            "never all-reduced, each rank steps with its own and the replicas drift apart; leave the stepping "
-            "micro-batch outside `no_sync`",
-            Severity.ERROR,
-        )
+
+MESSAGES = {
+    WASTED: "DDP all-reduces the gradients of `{0}` in every backward, but the optimizer steps only every k-th "
+    "micro-batch: k-1 of k all-reduces are wasted; run the other micro-batches' forward and backward in `{0}.no_sync()`",
+    NO_EFFECT: "`{0}.no_sync()` wraps only the backward: the forward of `{0}` ran outside it and already armed DDP's "
+    "all-reduce, so this backward still reduces the gradients; put the forward inside the `no_sync` block too",
+    UNREDUCED: "the micro-batch before `optimizer.step()` runs inside `{0}.no_sync()` too: its gradients are never "
+    "all-reduced, each rank steps with its own and the replicas drift apart; leave the stepping micro-batch outside it",
+}

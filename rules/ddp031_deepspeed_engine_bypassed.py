@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.catalogue import DEEPSPEED_ENGINE, DEEPSPEED_OPTIMIZER
 from ddplint.analysis.engines import DeepSpeedParts
-from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
@@ -70,51 +68,22 @@ class DeepspeedEngineBypassed(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self._parts: DeepSpeedParts | None = None
-        self.driven: dict[int, bool] = {}
-
-    @property
-    def parts(self) -> DeepSpeedParts:
-        if self._parts is None:
-            self._parts = DeepSpeedParts(self.ctx)
-        return self._parts
+        self.parts: DeepSpeedParts | None = None
 
     def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value not in ("backward", "step") or not self.parts.found:
-            return
-        function = self.ctx.enclosing_function()
-        receiver = self.parts.part(func.value)
-        if receiver == DEEPSPEED_ENGINE or self._driven(function):
-            return  # `engine.backward(loss)`, or a function that drives the engine
-        if func.attr.value == "backward":
-            engine = self.parts.engine_output(func.value, function)
-            if engine is not None:
-                shown = self.ctx.module.code_for_node(engine)
-                self.report(
-                    node,
-                    f"`{self.ctx.module.code_for_node(func)}()` back-propagates the output of DeepSpeed engine "
-                    f"`{shown}` around it: before DeepSpeed 0.18.3 its loss scaling and gradient reduction never "
-                    f"run and each rank steps with its own gradients (0.18.3+ accepts it but needs "
-                    f"`{shown}.scale(loss)` under fp16/bf16); call `{shown}.backward(loss)`",
-                )
-        elif receiver == DEEPSPEED_OPTIMIZER:
-            self.report(
-                node,
-                f"`{self.ctx.module.code_for_node(func)}()` steps the optimizer `deepspeed.initialize` returned "
-                "around its engine: the engine's gradient reduction, accumulation boundary, clipping and "
-                "scheduler do not run; call `engine.step()`",
-            )
+        if self.parts is None:
+            self.parts = DeepSpeedParts(self.ctx)
+        found = self.parts.bypass(node)
+        if found is not None:
+            kind, value = found
+            shown, called = self.ctx.module.code_for_node(value), self.ctx.module.code_for_node(node.func)
+            self.report(node, MESSAGES[kind].format(called=called, engine=shown))
 
-    def _driven(self, function: cst.FunctionDef | None) -> bool:
-        """Whether `function` calls the engine's own `backward`/`step`/`scale`."""
-        key = id(function)
-        if key not in self.driven:
-            scope = function if function is not None else self.ctx.module
-            self.driven[key] = any(
-                isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
-                and n.func.attr.value in ("backward", "step", "scale")
-                and self.parts.part(n.func.value, function) == DEEPSPEED_ENGINE
-                for n in descendants(scope, into_functions=False)
-            )  # fmt: skip
-        return self.driven[key]
+
+MESSAGES = {
+    "backward": "`{called}()` back-propagates the output of DeepSpeed engine `{engine}` around it: before DeepSpeed "
+    "0.18.3 its loss scaling and gradient reduction never run and each rank steps with its own gradients (0.18.3+ "
+    "accepts it but needs `{engine}.scale(loss)` under fp16/bf16); call `{engine}.backward(loss)`",
+    "step": "`{called}()` steps the optimizer `deepspeed.initialize` returned around its engine: the engine's gradient "
+    "reduction, accumulation boundary, clipping and scheduler do not run; call the engine's `step()`",
+}

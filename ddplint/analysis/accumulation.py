@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
-from ddplint.analysis.catalogue import ACCUMULATION_TEST
+from ddplint.analysis.catalogue import ACCUMULATION_TEST, MANUAL_REDUCE, SYNC_CONTROLS
 from ddplint.analysis.collectives import wrapper_of
 from ddplint.analysis.loops import is_step
 from ddplint.analysis.tree import children
@@ -150,3 +150,68 @@ def forwards_of(reached: list[Reached], ctx: ModelView, kind: str = "DDP") -> It
 
 def no_sync_of_call(call: cst.Call) -> bool:
     return isinstance(call.func, cst.Attribute) and call.func.attr.value == "no_sync"
+
+
+# ------------------------------------------------------------ the three shapes of DDP026
+
+
+def unsynced_accumulation(loop: cst.CSTNode, enclosing: tuple[cst.CSTNode, ...], ctx: ModelView) -> tuple[cst.Call, cst.BaseExpression] | None:
+    """(a) (the backward, the model): `loop` accumulates micro-batches through
+    a DDP-wrapped model and every backward all-reduces (none in ``no_sync``)."""
+    shape = micro_batches(loop, enclosing)
+    if shape is None or not shape.accumulates or any(unconditional_no_sync(r) for r in shape.backwards):
+        return None
+    every = [r for r in iteration_calls(loop) if gated(r) is None]
+    forward = next(forwards_of(every, ctx), None)
+    return (shape.backwards[0].call, forward[1]) if forward is not None else None
+
+
+def unreduced_no_sync(node: cst.CSTNode, enclosing: tuple[cst.CSTNode, ...]) -> cst.With | None:
+    """(c) The ``with X.no_sync():`` that the stepping micro-batch runs in:
+    `node` a loop whose backwards all run inside an unconditional one before a
+    step, or a ``with X.no_sync():`` around an optimizer step."""
+    if isinstance(node, cst.With):
+        return node if no_sync_of(node) is not None and any(is_optimizer_step(r.call) for r in iteration_calls(node)) else None
+    shape = micro_batches(node, enclosing)
+    if shape is None or not all(unconditional_no_sync(r) for r in shape.backwards):
+        return None
+    return unconditional_no_sync(shape.backwards[0])
+
+
+def backward_only_no_sync(node: cst.With, scope: cst.CSTNode | None, ctx: ModelView) -> cst.BaseExpression | None:
+    """(b) `X` of ``with X.no_sync():`` around a backward, X DDP-wrapped, when
+    the body never runs X and a forward of X runs elsewhere in `scope` (the
+    loop around, else the function): DDP armed the all-reduce in that forward."""
+    model = no_sync_of(node)
+    inside = iteration_calls(node)
+    if model is None or scope is None or not any(is_backward(r.call) for r in inside):
+        return None
+    shown = ctx.module.code_for_node(model)
+    if shown in ctx.module.code_for_node(node.body) or wrapper_kind(model, ctx) != "DDP":
+        return None
+    outside = [r for r in iteration_calls(scope) if node not in r.path]
+    return model if any(ctx.module.code_for_node(m) == shown for _, m in forwards_of(outside, ctx)) else None
+
+
+#: The kinds of `sync_findings`.
+WASTED, NO_EFFECT, UNREDUCED = "wasted", "no-effect", "unreduced"
+
+
+def sync_findings(node: cst.CSTNode, ctx: ModelView) -> Iterator[tuple[cst.CSTNode, str, cst.BaseExpression]]:
+    """(where, kind, the model) for a loop or ``with`` being visited
+    (`ctx.loops` required): WASTED (a), NO_EFFECT (b), UNREDUCED (c). (a) only
+    in a module that shows no sync control at all, (c) only in a function that
+    reduces no gradients by hand."""
+    if not isinstance(node, (cst.For, cst.While, cst.With)):
+        return
+    loops = ctx.loops.enclosing_loops()  # type: ignore[attr-defined]
+    function = ctx.enclosing_function()
+    unreduced = unreduced_no_sync(node, loops)
+    if unreduced is not None and not any(w in ctx.module.code_for_node(function or node) for w in MANUAL_REDUCE):
+        yield unreduced, UNREDUCED, no_sync_of(unreduced)  # type: ignore[misc]
+    wasted = None if any(w in ctx.source for w in SYNC_CONTROLS) else unsynced_accumulation(node, loops, ctx)
+    if wasted is not None:
+        yield wasted[0], WASTED, wasted[1]
+    model = backward_only_no_sync(node, loops[0] if loops else function, ctx) if isinstance(node, cst.With) else None
+    if model is not None:
+        yield node, NO_EFFECT, model

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ddplint.analysis.catalogue import DEEPSPEED_INITIALIZE
+from ddplint.analysis.catalogue import DEEPSPEED_ENGINE, DEEPSPEED_INITIALIZE, DEEPSPEED_OPTIMIZER
 from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
 
@@ -35,6 +35,8 @@ class DeepSpeedParts:
         self.calls: dict[int, dict[str, int]] = {}
         #: target text -> positions it is unpacked from, anywhere in the module
         self.targets: dict[str, set[int]] = {}
+        #: id(function) -> whether it calls the engine's own backward/step/scale
+        self._driven: dict[int, bool] = {}
         for node in descendants(ctx.module):
             if isinstance(node, cst.Assign) and self.initializes(node.value):
                 for target in node.targets:
@@ -115,6 +117,35 @@ class DeepSpeedParts:
             if found is not None:
                 return found
         return None
+
+    def bypass(self, call: cst.Call) -> tuple[str, cst.BaseExpression] | None:
+        """("backward", the engine) for ``loss.backward()`` on an engine's
+        output, ("step", the optimizer) for ``optimizer.step()`` on the
+        optimizer `deepspeed.initialize` returned, in a function (the one being
+        visited) that never calls the engine's own ``backward``/``step``/``scale``."""
+        func = call.func
+        if not self.calls or not isinstance(func, cst.Attribute) or func.attr.value not in ("backward", "step"):
+            return None
+        function = self.ctx.enclosing_function()
+        receiver = self.part(func.value)
+        if receiver == DEEPSPEED_ENGINE or self.driven(function):
+            return None
+        if func.attr.value == "step":
+            return ("step", func.value) if receiver == DEEPSPEED_OPTIMIZER else None
+        engine = self.engine_output(func.value, function)
+        return ("backward", engine) if engine is not None else None
+
+    def driven(self, function: cst.FunctionDef | None) -> bool:
+        """Whether `function` (None: the module's top level) calls the engine's own `backward`/`step`/`scale`."""
+        key = id(function)
+        if key not in self._driven:
+            self._driven[key] = any(
+                isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute)
+                and n.func.attr.value in ("backward", "step", "scale")
+                and self.part(n.func.value, function) == DEEPSPEED_ENGINE
+                for n in descendants(function or self.ctx.module, into_functions=False)
+            )  # fmt: skip
+        return self._driven[key]
 
     def _text(self, node: cst.CSTNode) -> str:
         return self.ctx.module.code_for_node(node)
