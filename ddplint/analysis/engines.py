@@ -38,6 +38,8 @@ class DeepSpeedParts:
         #: id(function) -> whether it calls the engine's own backward/step/scale
         self._driven: dict[int, bool] = {}
         for node in descendants(ctx.module):
+            if self.initializes(node):
+                self.calls.setdefault(id(node), {})
             if isinstance(node, cst.Assign) and self.initializes(node.value):
                 for target in node.targets:
                     if isinstance(target.target, (cst.Tuple, cst.List)):
