@@ -108,7 +108,8 @@ class GradientAccumulationSync(Rule):
 
 MESSAGES = {
     WASTED: "DDP all-reduces the gradients of `{0}` in every backward, but the optimizer steps only every k-th "
-    "micro-batch: k-1 of k all-reduces are wasted; run the other micro-batches' forward and backward in `{0}.no_sync()`",
+    "micro-batch: k-1 of k all-reduces are wasted; run the other micro-batches' forward and backward in "
+    "`{0}.no_sync()` (Fabric: `fabric.no_backward_sync({0})`)",
     NO_EFFECT: "`{0}.no_sync()` wraps only the backward: the forward of `{0}` ran outside it and already armed DDP's "
     "all-reduce, so this backward still reduces the gradients; put the forward inside the `no_sync` block too",
     UNREDUCED: "the micro-batch before `optimizer.step()` runs inside `{0}.no_sync()` too: its gradients are never "
