@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from ddplint.analysis.view import ModelView
 
 _DEPTH = 8
+#: Methods whose result carries no graph back to the engine.
+_DETACHING = frozenset({"detach", "item", "tolist", "numpy"})
 
 
 class DeepSpeedParts:
@@ -93,6 +95,8 @@ class DeepSpeedParts:
         if depth > _DEPTH:
             return None
         if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in _DETACHING:
+                return None  # `engine(z).detach()`: no graph back to the engine
             func = node.func.value if isinstance(node.func, cst.Attribute) and node.func.attr.value == "forward" else node.func
             if self.part(func, function) == 0:  # type: ignore[arg-type]
                 return func  # type: ignore[return-value]
