@@ -20,8 +20,9 @@ class GradientAccumulationSync(Rule):
       after an inner `for micro in range(k):` loop), with no `no_sync`,
       `require_backward_grad_sync`, `accelerator.accumulate` or
       `fabric.no_backward_sync` anywhere in the module (a warning);
-    - `with model.no_sync():` around the backward only, when the forward of
-      `model` ran before it, outside the context (a warning: it has no effect);
+    - `with model.no_sync():` around the backward only (`loss.backward()`,
+      `scaler.scale(loss).backward()`), when the forward of `model` ran
+      before it, outside the context (a warning: it has no effect);
     - the micro-batch that steps the optimizer running inside `no_sync`:
       every backward of the loop inside an unconditional
       `with model.no_sync():`, or `optimizer.step()` inside it, with no

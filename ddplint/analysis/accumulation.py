@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
-from ddplint.analysis.catalogue import ACCUMULATION_TEST, MANUAL_REDUCE, SYNC_CONTROLS
+from ddplint.analysis.catalogue import ACCUMULATION_TEST, BACKWARD_CHAIN_METHODS, MANUAL_REDUCE, SYNC_CONTROLS
 from ddplint.analysis.collectives import wrapper_of
 from ddplint.analysis.loops import is_step
 from ddplint.analysis.tree import children
@@ -180,11 +180,14 @@ def unreduced_no_sync(node: cst.CSTNode, enclosing: tuple[cst.CSTNode, ...]) -> 
 
 def backward_only_no_sync(node: cst.With, scope: cst.CSTNode | None, ctx: ModelView) -> cst.BaseExpression | None:
     """(b) `X` of ``with X.no_sync():`` around a backward, X DDP-wrapped, when
-    the body never runs X and a forward of X runs elsewhere in `scope` (the
-    loop around, else the function): DDP armed the all-reduce in that forward."""
+    the body calls nothing but the backward (`scaler.scale(loss).backward()`:
+    no helper that may run X) and a forward of X runs elsewhere in `scope`
+    (the loop around, else the function): DDP armed the all-reduce in that forward."""
     model = no_sync_of(node)
     inside = iteration_calls(node)
     if model is None or scope is None or not any(is_backward(r.call) for r in inside):
+        return None
+    if not all(isinstance(r.call.func, cst.Attribute) and r.call.func.attr.value in BACKWARD_CHAIN_METHODS for r in inside):
         return None
     shown = ctx.module.code_for_node(model)
     if shown in ctx.module.code_for_node(node.body) or wrapper_kind(model, ctx) != "DDP":

@@ -377,6 +377,9 @@ ACCUMULATION_TEST = r"%|(?i:accum|boundary|update_freq|sync_grad|micro_?(?:step|
 SYNC_CONTROLS = ("no_sync", "require_backward_grad_sync", "no_backward_sync", ".accumulate(", "skip_sync", "sync_gradients")
 #: Texts that show gradients reduced by hand after DDP's syncs were skipped.
 MANUAL_REDUCE = ("all_reduce", "allreduce", "reduce_gradients", "reduce_grads", "sync_grads")
+#: Methods a `no_sync` block may call around a backward without running a forward
+#: (`scaler.scale(loss).backward()`, `(loss / k).mean().backward()`, `loss.item()`).
+BACKWARD_CHAIN_METHODS = frozenset({"backward", "scale", "mean", "sum", "float", "detach", "item", "div", "mul", "div_", "mul_"})
 #: `deepspeed.initialize(...)`: returns (engine, optimizer, dataloader, lr_scheduler).
 DEEPSPEED_INITIALIZE = frozenset({"deepspeed.initialize", "deepspeed.__init__.initialize"})
 #: Where each part of `deepspeed.initialize`'s result is.
