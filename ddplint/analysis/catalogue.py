@@ -434,3 +434,22 @@ PERMUTATION_DRAWS = {
 ARRAY_SPLITS = frozenset({"numpy.split", "numpy.array_split", "torch.split", "torch.tensor_split"})
 #: Collectives that hand one rank's objects to all (the split made on rank 0, then shared).
 BROADCASTS = frozenset({"broadcast_object_list", "broadcast", "broadcast_object"})
+# ------------------------------------------------------------ gradient accumulation (DDP026, DDP031)
+
+#: What a test that gates the optimizer step to every k-th micro-batch reads:
+#: a modulo (`(step + 1) % accum == 0`) or a word of an accumulation counter
+#: or boundary (`is_accumulating`, `micro_step == n - 1`, `update_freq`).
+ACCUMULATION_TEST = r"%|(?i:accum|boundary|update_freq|sync_grad|micro_?(?:step|batch)|iters_to_acc)"
+#: Texts that show a module controls DDP's gradient sync itself: the
+#: `no_sync` context (DDP, FSDP, Fabric's `no_backward_sync`), the flag it
+#: flips (nanoGPT's `require_backward_grad_sync = ...`), accelerate's `accumulate`.
+SYNC_CONTROLS = ("no_sync", "require_backward_grad_sync", "no_backward_sync", ".accumulate(", "skip_sync", "sync_gradients")
+#: Texts that show gradients reduced by hand after DDP's syncs were skipped.
+MANUAL_REDUCE = ("all_reduce", "allreduce", "reduce_gradients", "reduce_grads", "sync_grads")
+#: Methods a `no_sync` block may call around a backward without running a forward
+#: (`scaler.scale(loss).backward()`, `(loss / k).mean().backward()`, `loss.item()`).
+BACKWARD_CHAIN_METHODS = frozenset({"backward", "scale", "mean", "sum", "float", "detach", "item", "div", "mul", "div_", "mul_"})
+#: `deepspeed.initialize(...)`: returns (engine, optimizer, dataloader, lr_scheduler).
+DEEPSPEED_INITIALIZE = frozenset({"deepspeed.initialize", "deepspeed.__init__.initialize"})
+#: Where each part of `deepspeed.initialize`'s result is.
+DEEPSPEED_ENGINE, DEEPSPEED_OPTIMIZER = 0, 1
