@@ -36,6 +36,9 @@ def _exit_with(run: Callable[[], int], usage_error: type[Exception], debug: bool
         status = run()
     except usage_error as exc:
         raise _fail(str(exc)) from None
+    except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, no traceback, nothing half-written
+        typer.echo("ddplint: interrupted", err=True)
+        raise typer.Exit(130) from None
     except Exception as exc:  # noqa: BLE001 - the last line of defence
         if debug:
             raise

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,6 +199,31 @@ def _apply_fixes(request: CheckRequest, report: Report, stdin: bytes | None) -> 
     sys.stdout.flush()
 
 
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace the file at `path` with `data` whole or not at all: written to
+    a temporary file beside it, then renamed over it (a full disk or a
+    file-size limit leaves the previous report as it was). A path that is
+    not a regular file (``/dev/stdout``, a pipe) is written in place."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            with open(path, "wb") as handle:
+                handle.write(data)
+            return
+    except FileNotFoundError:
+        pass
+    directory = path.parent
+    temporary = directory / f".{path.name}.{secrets.token_hex(4)}.tmp"
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except BaseException:  # Ctrl-C too
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
 def run_check(request: CheckRequest) -> int:
     """Lint (and fix), render, write; return the exit status."""
     resolver = _resolver(request)
@@ -231,7 +259,7 @@ def run_check(request: CheckRequest) -> int:
     _print_notices(report, request.debug)
     if request.output is not None:
         try:
-            request.output.write_text(text, encoding="utf-8")
+            write_atomically(request.output, text.encode("utf-8"))
         except OSError as exc:
             raise UsageError(f"--output {request.output}: {exc.strerror or exc}") from None
     elif stdin is not None and request.fix:  # stdout holds the fixed source
