@@ -496,7 +496,7 @@ def lint_stdin(
     """Lint `data` as if it were the file `filename` (excludes apply by name),
     with the facts `index` (the project at `root` on disk) has about its
     imports; with `fix`, the fixed text joins `report.fixed`."""
-    path = Path(filename)
+    path = Path(os.path.normpath(resolver.cwd / filename))  # `../other/x.py`: configs from there up, not from here
     report = Report()
     if not resolver.excludes_file(path):
         try:

@@ -3,12 +3,13 @@ fail if it were broken; and one rule's bug never hides the others."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, assert_valid_sarif, write
+from conftest import REPO, assert_valid_sarif, run_script, write
 from ddplint.model import Severity
 from ddplint.rule import _REGISTRY, Rule
 
@@ -133,3 +134,27 @@ def test_language_server_never_runs_workspace_code(tmp_path) -> None:
     findings, _ = server.findings(uri)
     assert [f.rule for f in findings] == ["DDP014"]
     assert not (tmp_path / "SENTINEL").exists()
+
+
+def test_stdin_reads_only_the_configs_of_its_own_file(tmp_path) -> None:
+    """An editor lints a buffer from whatever directory it runs in: a broken
+    config there, or in another sub-project, is not the buffer's."""
+    project = tmp_path / "proj"
+    shutil.copytree(REPO / "fixtures" / "projects" / "detr_style", project)
+    write(tmp_path, {"elsewhere/pyproject.toml": "[tool.ddplint\nselect =\n"})
+    main = (project / "main.py").read_bytes()
+    args = ("-", "--stdin-filename", "../proj/main.py", "--format", "json", "--no-cache")
+    run = run_script(*args, cwd=tmp_path / "elsewhere", stdin=main)
+    assert run.status == 1 and run.stderr == ""
+    found = sorted((f["path"], f["line"], f["rule"], tuple(r["path"] for r in f["related"])) for f in run.json())
+    assert found == [
+        ("../proj/main.py", 19, "DDP001", ("../proj/main.py", "../proj/util/misc.py")),  # the project's facts, as from there
+        ("../proj/main.py", 24, "DDP006", ()),
+    ]
+
+    write(project, {"pyproject.toml": '[tool.ddplint]\nfail-on = "error"\n', "vendored/pyproject.toml": "[tool.ddplint]\nselect = 3\n"})
+    own = run_script("-", "--stdin-filename", "util/t.py", "--no-cache", cwd=project, stdin=BAD.encode())
+    assert own.status == 1 and "util/t.py:2:1: DDP014" in own.stdout and own.stderr == ""
+    broken = run_script("-", "--stdin-filename", "vendored/t.py", "--no-cache", cwd=project, stdin=BAD.encode())
+    assert broken.status == 2  # its own config is broken: that is its business
+    assert broken.stderr == "ddplint: error: vendored/pyproject.toml: [tool.ddplint] select: expected a list of rule codes, got int\n"

@@ -13,13 +13,14 @@ from pathlib import Path
 from ddplint.config.loader import ConfigError
 from ddplint.config.resolver import ConfigResolver, Overrides
 from ddplint.config.selection import is_known_selector
-from ddplint.model import NoticeLevel, Severity
+from ddplint.model import Notice, NoticeLevel, Severity
 from ddplint.reporters import OutputFormat, RenderOptions, renderer
 from ddplint.reporters.text import plural
 from ddplint.report import Report
 from ddplint.cache import Cache, default_cache_dir
 from ddplint.fixing import FixMode, write_fixed
-from ddplint.paths import printable, project_root, shown_path
+from ddplint.project.index import ProjectIndex
+from ddplint.paths import git_root, printable, project_root, shown_path
 from ddplint.runner import available_cpus, lint_paths, lint_stdin, project_index, tune_gc
 
 STDIN = Path("-")
@@ -100,9 +101,7 @@ def _resolver(request: CheckRequest) -> ConfigResolver:
 def _lint(request: CheckRequest, resolver: ConfigResolver, stdin: bytes | None) -> Report:
     paths = request.paths
     if stdin is not None and request.stdin_filename is not None:
-        root = project_root(resolver.cwd)
-        index = project_index(root, resolver, _cache(request, resolver)) if request.project else None
-        return lint_stdin(stdin, request.stdin_filename, resolver, index, root, request.fix_mode)
+        return _lint_named_stdin(request, resolver, stdin, request.stdin_filename)
     if stdin is not None:
         return lint_stdin(stdin, "<stdin>", resolver, fix=request.fix_mode)
     paths = paths or [Path(".")]
@@ -123,6 +122,55 @@ def _lint(request: CheckRequest, resolver: ConfigResolver, stdin: bytes | None) 
         project=request.project,
         fix=request.fix_mode,
     )
+
+
+def _lint_named_stdin(request: CheckRequest, resolver: ConfigResolver, stdin: bytes, filename: str) -> Report:
+    """Lint standard input as the file `filename`, with the facts of its own
+    project on disk. The configurations that govern other directories (the
+    working directory's, when the file lies outside it) are never read: a
+    broken one there is none of this file's business."""
+    root = _stdin_root(resolver, filename)
+    if root is None or root.is_relative_to(resolver.cwd):
+        index = _stdin_index(request, root, resolver) if root else None
+        return lint_stdin(stdin, filename, resolver, index, root, request.fix_mode)
+    own = ConfigResolver(resolver.overrides, cwd=root)  # its project, as if run there; paths shown from here
+    inner = os.path.relpath(os.path.normpath(resolver.cwd / filename), root)
+    index = _stdin_index(request, root, own)
+    report = lint_stdin(stdin, inner, own, index, root, request.fix_mode)
+    return report.with_paths(lambda p: filename if p == inner else os.path.relpath(root / p, resolver.cwd))
+
+
+def _stdin_index(request: CheckRequest, root: Path, resolver: ConfigResolver) -> ProjectIndex | None:
+    """The facts of the project at `root` on disk for standard input; None
+    without `--no-project`, or when a configuration of another part of the
+    project is broken (the run over that part says so; this file is still
+    linted, on its own)."""
+    if not request.project:
+        return None
+    try:
+        return project_index(root, resolver, _cache(request, resolver))
+    except ConfigError as exc:
+        if request.debug:
+            _debug_line(f"the project's other files not read: {exc}")
+        return None
+
+
+def _stdin_root(resolver: ConfigResolver, filename: str) -> Path | None:
+    """The project of the file standard input stands for: its repository,
+    else the working directory when it lies within, else its own directory
+    (None when that does not exist: there is no project to read)."""
+    directory = Path(os.path.normpath(resolver.cwd / filename)).parent
+    if not directory.is_dir():
+        return None
+    return git_root(directory) or (resolver.cwd if directory.is_relative_to(resolver.cwd) else directory)
+
+
+def _fail_on(request: CheckRequest, resolver: ConfigResolver) -> Severity:
+    """``--fail-on``, else the configuration of the file standard input stands
+    for (not the working directory's), else as the resolver says."""
+    if request.stdin_filename is not None and request.fail_on is None and _from_stdin(request):
+        return resolver.config_for(Path(os.path.normpath(resolver.cwd / request.stdin_filename))).fail_on or Severity.WARNING
+    return resolver.fail_on()
 
 
 def _missing(path: Path) -> bool:
@@ -232,7 +280,7 @@ def run_check(request: CheckRequest) -> int:
     stdin = sys.stdin.buffer.read() if _from_stdin(request) else None
     try:
         report = _lint(request, resolver, stdin)
-        fail_on = resolver.fail_on()
+        fail_on = _fail_on(request, resolver)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     if request.fix_mode is not None:
