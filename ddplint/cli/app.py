@@ -1,7 +1,8 @@
 """The Typer application: `check`, `doctor`, `rule`, `clean`, `server`, `version`.
 
 Exit status (all commands): 0 nothing at or above ``--fail-on``; 1 findings
-(or files that could not be read); 2 usage, configuration or internal error.
+(or files that could not be read); 2 usage, configuration or internal error;
+130 interrupted (Ctrl-C).
 Errors are one line on standard error; a traceback only with ``--debug``.
 """
 
