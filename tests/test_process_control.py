@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import console_script, write
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc and forks workers")
@@ -152,13 +151,13 @@ def test_output_file_is_replaced_whole_or_not_at_all(tmp_path) -> None:
     report.parent.mkdir()
     report.write_text("previous report\n")
     command = [console_script(), ".", "--no-cache", "-j", "1", "--format", "json", "-o", str(report)]
-    run = subprocess.run(command, cwd=tmp_path, capture_output=True, timeout=120, preexec_fn=_file_size_limit(1000))
+    run = subprocess.run(command, cwd=tmp_path, check=False, capture_output=True, timeout=120, preexec_fn=_file_size_limit(1000))
     stderr = run.stderr.decode()
     assert run.returncode == 2 and "Traceback" not in stderr
     assert stderr.count("\n") == 1 and str(report) in stderr and stderr.startswith("ddplint: error: --output")
     assert report.read_text() == "previous report\n"  # not truncated, not half-written
     assert sorted(p.name for p in report.parent.iterdir()) == ["report.json"]  # no temporary file left
-    ok = subprocess.run(command, cwd=tmp_path, capture_output=True, timeout=120)
+    ok = subprocess.run(command, cwd=tmp_path, check=False, capture_output=True, timeout=120)
     assert ok.returncode == 1 and len(json.loads(report.read_text())) == 40
 
 
@@ -166,7 +165,7 @@ def test_output_to_a_device_is_written_in_place(tmp_path) -> None:
     write(tmp_path, {"m.py": BAD})
     run = subprocess.run(
         [console_script(), "m.py", "--no-cache", "--format", "json", "-o", "/dev/stdout"],
-        cwd=tmp_path, capture_output=True, timeout=120,
+        cwd=tmp_path, check=False, capture_output=True, timeout=120,
     )  # fmt: skip
     assert run.returncode == 1 and json.loads(run.stdout)[0]["rule"] == "DDP014"
 
@@ -174,7 +173,7 @@ def test_output_to_a_device_is_written_in_place(tmp_path) -> None:
 def test_cache_entries_are_whole_when_the_disk_fills(tmp_path) -> None:
     write(tmp_path, {f"m{i}.py": BAD + f"x = {'1' * 3000}\n" for i in range(10)})
     command = [console_script(), ".", "-j", "1", "--cache-dir", "cache"]
-    run = subprocess.run(command, cwd=tmp_path, capture_output=True, timeout=120, preexec_fn=_file_size_limit(2500))
+    run = subprocess.run(command, cwd=tmp_path, check=False, capture_output=True, timeout=120, preexec_fn=_file_size_limit(2500))
     assert run.returncode == 1 and "Traceback" not in run.stderr.decode()
     entries = [p for p in (tmp_path / "cache").rglob("*.json")]
     assert not [p for p in entries if p.name.startswith(".tmp-")]

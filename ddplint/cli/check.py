@@ -13,7 +13,7 @@ from pathlib import Path
 from ddplint.config.loader import ConfigError
 from ddplint.config.resolver import ConfigResolver, Overrides
 from ddplint.config.selection import is_known_selector
-from ddplint.model import Notice, NoticeLevel, Severity
+from ddplint.model import NoticeLevel, Severity
 from ddplint.reporters import OutputFormat, RenderOptions, renderer
 from ddplint.reporters.text import plural
 from ddplint.report import Report
