@@ -251,18 +251,24 @@ def write_atomically(path: Path, data: bytes) -> None:
     """Replace the file at `path` with `data` whole or not at all: written to
     a temporary file beside it, then renamed over it (a full disk or a
     file-size limit leaves the previous report as it was). A path that is
-    not a regular file (``/dev/stdout``, a pipe) is written in place."""
+    not a regular file (``/dev/stdout``, a pipe), or an existing file in a
+    directory that takes no new file, is written in place."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            with open(path, "wb") as handle:
-                handle.write(data)
-            return
+        regular = stat.S_ISREG(os.stat(path).st_mode)
     except FileNotFoundError:
-        pass
-    directory = path.parent
-    temporary = directory / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        regular = None
+    temporary = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666) if regular is not False else None
+    except PermissionError:
+        if regular is None:
+            raise
+        fd = None
+    if fd is None:
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return
+    try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(temporary, path)
