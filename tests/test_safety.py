@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, assert_valid_sarif, run_script, write
+from conftest import REPO, assert_valid_sarif, git_repository, run_script, write
 from ddplint.model import Severity
 from ddplint.rule import _REGISTRY, Rule
 
@@ -141,6 +141,7 @@ def test_stdin_reads_only_the_configs_of_its_own_file(tmp_path) -> None:
     config there, or in another sub-project, is not the buffer's."""
     project = tmp_path / "proj"
     shutil.copytree(REPO / "fixtures" / "projects" / "detr_style", project)
+    git_repository(project)  # another repository than the working directory's
     write(tmp_path, {"elsewhere/pyproject.toml": "[tool.ddplint\nselect =\n"})
     main = (project / "main.py").read_bytes()
     args = ("-", "--stdin-filename", "../proj/main.py", "--format", "json", "--no-cache")

@@ -125,25 +125,30 @@ def _lint(request: CheckRequest, resolver: ConfigResolver, stdin: bytes | None) 
 
 
 def _lint_named_stdin(request: CheckRequest, resolver: ConfigResolver, stdin: bytes, filename: str) -> Report:
-    """Lint standard input as the file `filename`, with the facts of its own
-    project on disk. The configurations that govern other directories (the
-    working directory's, when the file lies outside it) are never read: a
-    broken one there is none of this file's business."""
-    root = _stdin_root(resolver, filename)
-    if root is None or root.is_relative_to(resolver.cwd):
-        index = _stdin_index(request, root, resolver) if root else None
-        return lint_stdin(stdin, filename, resolver, index, root, request.fix_mode)
-    own = ConfigResolver(resolver.overrides, cwd=root)  # its project, as if run there; paths shown from here
+    """Lint standard input as the file `filename`, with the facts of its
+    project on disk: the working directory's when the file lies within it,
+    else the repository holding the file (else none). The configurations of
+    other directories (the working directory's, when the file lies outside
+    it) are never read: a broken one there is none of this file's business."""
+    directory = Path(os.path.normpath(resolver.cwd / filename)).parent
+    while not directory.is_dir() and directory != directory.parent:  # a buffer not saved yet
+        directory = directory.parent
+    if directory.is_relative_to(resolver.cwd):
+        root = project_root(resolver.cwd)
+        return lint_stdin(stdin, filename, resolver, _stdin_index(request, root, resolver), root, request.fix_mode)
+    root = git_root(directory)
+    if root is None:  # outside the working directory and any repository: no project to read
+        return lint_stdin(stdin, filename, resolver, fix=request.fix_mode)
+    own = ConfigResolver(resolver.overrides, cwd=root)  # its repository, as if run there; paths shown from here
     inner = os.path.relpath(os.path.normpath(resolver.cwd / filename), root)
-    index = _stdin_index(request, root, own)
-    report = lint_stdin(stdin, inner, own, index, root, request.fix_mode)
+    report = lint_stdin(stdin, inner, own, _stdin_index(request, root, own), root, request.fix_mode)
     return report.with_paths(lambda p: filename if p == inner else os.path.relpath(root / p, resolver.cwd))
 
 
 def _stdin_index(request: CheckRequest, root: Path, resolver: ConfigResolver) -> ProjectIndex | None:
     """The facts of the project at `root` on disk for standard input; None
-    without `--no-project`, or when a configuration of another part of the
-    project is broken (the run over that part says so; this file is still
+    with `--no-project`, or when the configuration of another part of the
+    project is broken (a run over that part says so; this file is still
     linted, on its own)."""
     if not request.project:
         return None
@@ -153,16 +158,6 @@ def _stdin_index(request: CheckRequest, root: Path, resolver: ConfigResolver) ->
         if request.debug:
             _debug_line(f"the project's other files not read: {exc}")
         return None
-
-
-def _stdin_root(resolver: ConfigResolver, filename: str) -> Path | None:
-    """The project of the file standard input stands for: its repository,
-    else the working directory when it lies within, else its own directory
-    (None when that does not exist: there is no project to read)."""
-    directory = Path(os.path.normpath(resolver.cwd / filename)).parent
-    if not directory.is_dir():
-        return None
-    return git_root(directory) or (resolver.cwd if directory.is_relative_to(resolver.cwd) else directory)
 
 
 def _fail_on(request: CheckRequest, resolver: ConfigResolver) -> Severity:
