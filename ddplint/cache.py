@@ -160,10 +160,12 @@ class Cache:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(payload)
             os.replace(temporary, path)
-        except OSError as exc:
+        except BaseException as exc:  # Ctrl-C too: no temporary file left behind
             if temporary is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(temporary)
+            if not isinstance(exc, OSError):
+                raise
             self._unwritable = True
             if self._on_bad_entry is not None:
                 self._on_bad_entry(f"cache: cannot write {path}: {exc.strerror or exc}; no more entries written this run")

@@ -1,7 +1,8 @@
 """The Typer application: `check`, `doctor`, `rule`, `clean`, `server`, `version`.
 
 Exit status (all commands): 0 nothing at or above ``--fail-on``; 1 findings
-(or files that could not be read); 2 usage, configuration or internal error.
+(or files that could not be read); 2 usage, configuration or internal error;
+130 interrupted (Ctrl-C).
 Errors are one line on standard error; a traceback only with ``--debug``.
 """
 
@@ -36,6 +37,9 @@ def _exit_with(run: Callable[[], int], usage_error: type[Exception], debug: bool
         status = run()
     except usage_error as exc:
         raise _fail(str(exc)) from None
+    except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, no traceback, nothing half-written
+        typer.echo("ddplint: interrupted", err=True)
+        raise typer.Exit(130) from None
     except Exception as exc:  # noqa: BLE001 - the last line of defence
         if debug:
             raise

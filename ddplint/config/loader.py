@@ -51,6 +51,7 @@ class Config:
     max_workers_per_rank: int | None = None
     max_file_size: int | None = None
     max_lines: int | None = None
+    max_tokens: int | None = None
     fail_on: Severity | None = None
     #: Import roots for the whole-project analysis, relative to `root`.
     src: tuple[str, ...] = ()
@@ -220,6 +221,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "max-workers-per-rank": ("max_workers_per_rank", _positive_int),
     "max-file-size": ("max_file_size", _size),
     "max-lines": ("max_lines", _positive_int),
+    "max-tokens": ("max_tokens", _positive_int),
     "fail-on": ("fail_on", _level),
     "src": ("src", _string_list("directories")),
     "preview": ("preview", _boolean),

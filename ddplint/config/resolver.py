@@ -15,7 +15,9 @@ import pathspec
 
 from ddplint.config.loader import DDPLINT_TOML, PYPROJECT, Config, ConfigError, read_config_file
 from ddplint.config.selection import Selection, resolve
-from ddplint.config.settings import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LINES, DEFAULT_MAX_WORKERS_PER_RANK, Settings
+from ddplint.config.settings import (
+    DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LINES, DEFAULT_MAX_TOKENS, DEFAULT_MAX_WORKERS_PER_RANK, Settings,
+)  # fmt: skip
 from ddplint.model import Severity
 
 DEFAULT_EXCLUDE = (
@@ -160,6 +162,7 @@ class ConfigResolver:
             max_workers_per_rank=config.max_workers_per_rank or DEFAULT_MAX_WORKERS_PER_RANK,
             max_file_size=config.max_file_size or DEFAULT_MAX_FILE_SIZE,
             max_lines=config.max_lines or DEFAULT_MAX_LINES,
+            max_tokens=config.max_tokens or DEFAULT_MAX_TOKENS,
         )
 
     def _relative(self, path: Path, root: Path) -> str:

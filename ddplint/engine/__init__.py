@@ -20,7 +20,7 @@ from ddplint.engine.source import SourceError, SourceProblem, decode_source, pyt
 from ddplint.model import Finding, Notice, NoticeLevel
 from ddplint.project.facts import ALONE, ProjectRole
 from ddplint.project.summary import imports_summary, text_outside_classes
-from ddplint.reading import too_large_note
+from ddplint.reading import shape_notice, too_large_note
 from ddplint.result import FileResult
 from ddplint.rule import Rule, all_rules
 
@@ -61,10 +61,9 @@ def check_source(
 ) -> FileResult:
     """Lint one file's text with the rules `settings` enables, in the role
     the whole-project analysis gives it (see `ProjectRole`)."""
-    lines_over = _lines_over(text, settings.max_lines)
-    if lines_over:  # time and memory grow with the lines (LibCST's most, CPython's tree's too): bound them
-        note = f"{lines_over:,} lines is above max-lines ({settings.max_lines:,}); not linted"
-        return FileResult(notices=(Notice(path, note, NoticeLevel.WARNING),))
+    too_costly = shape_notice(path, text, settings)
+    if too_costly is not None:  # time and memory grow with the lines and tokens (LibCST's most): bound them
+        return FileResult(notices=(too_costly,))
     facts = project.facts
     tree = python_ast(text, path)
     if isinstance(tree, SourceProblem):
@@ -103,15 +102,6 @@ def check_source(
     from ddplint.engine.lint import lint_text  # LibCST: only for a file some rule applies to
 
     return lint_text(path, text, settings, rules, facts, imports, lines, walk_for_summary)
-
-
-def _lines_over(text: str, limit: int) -> int:
-    """The number of lines of `text` if above `limit`, else 0 (cheap: two
-    scans in C; a file of old Mac line ends counts its CRs)."""
-    if len(text) <= limit:  # every line holds at least one character
-        return 0
-    lines = max(text.count("\n"), text.count("\r")) + (not text.endswith(("\n", "\r")))
-    return lines if lines > limit else 0
 
 
 def _syntax_findings(
