@@ -15,6 +15,7 @@ import functools
 from ddplint.config.settings import Settings
 from ddplint.rule import all_rules_settings
 from ddplint.engine.findings import make_finding
+from ddplint.engine.noqa import UNUSED_NOQA, unused_noqa
 from ddplint.engine.prefilter import TextScan, applicable, summary_worthy
 from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast
 from ddplint.model import Finding, Notice, NoticeLevel
@@ -98,8 +99,8 @@ def check_source(
         if known and project.importer:
             imports = dataclasses.replace(imports, consulted=())  # filled in by the walk
     calls = imports is not None and imports.per_rank_calls is None  # who runs its calls of linted helpers
-    if not rules and not walk_for_summary and not calls:
-        return FileResult(summary=imports)
+    if not rules and not walk_for_summary and not calls:  # nothing to suppress: every judged directive is unused
+        return FileResult(unused_noqa(path, text, settings), summary=imports)
     from ddplint.engine.lint import lint_text  # LibCST: only for a file some rule applies to
 
     return lint_text(path, text, settings, rules, facts, imports, lines, walk_for_summary)
@@ -131,6 +132,6 @@ def _rules_by_code() -> dict[str, type[Rule]]:
 
 @functools.lru_cache(maxsize=64)
 def _visitor_rules(codes: frozenset[str]) -> tuple[type[Rule], ...]:
-    """The enabled rules that run in the walk (DDP000 comes from the parser)."""
+    """The enabled rules that run in the walk (DDP000 comes from the parser, DDP100 from the suppressions)."""
     by_code = _rules_by_code()
-    return tuple(by_code[c] for c in sorted(codes) if c in by_code and c != SYNTAX_ERROR)
+    return tuple(by_code[c] for c in sorted(codes) if c in by_code and c not in (SYNTAX_ERROR, UNUSED_NOQA))
