@@ -16,6 +16,7 @@ from ddplint.config.settings import Settings
 from ddplint.rule import all_rules_settings
 from ddplint.engine.findings import make_finding
 from ddplint.engine.noqa import UNUSED_NOQA, unused_noqa
+from ddplint.engine.notebook import NOTEBOOK_SUFFIX, NotebookError, read_notebook
 from ddplint.engine.prefilter import TextScan, applicable, summary_worthy
 from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast
 from ddplint.model import Finding, Notice, NoticeLevel
@@ -43,6 +44,8 @@ def check_bytes(
     project: ProjectRole = ALONE,
 ) -> FileResult:
     """Lint a file's raw bytes, decoding them per PEP 263 first."""
+    if path.endswith(NOTEBOOK_SUFFIX):
+        return _check_notebook(path, data, settings, prefilter, project)
     if len(data) > settings.max_file_size:
         note = too_large_note(len(data), settings.max_file_size)
         return FileResult(notices=(Notice(path, note, NoticeLevel.WARNING),))
@@ -51,6 +54,20 @@ def check_bytes(
     except SourceError as exc:
         return FileResult(_syntax_findings(path, exc.problem, settings, ""))
     return check_source(path, text, settings, prefilter, project)
+
+
+def _check_notebook(
+    path: str, data: bytes, settings: Settings, prefilter: bool, project: ProjectRole
+) -> FileResult:
+    """Lint a notebook's code cells as one module; positions in the cells."""
+    if len(data) > settings.max_file_size:
+        return FileResult(notices=(Notice(path, too_large_note(len(data), settings.max_file_size), NoticeLevel.WARNING),))
+    try:
+        notebook = read_notebook(data)
+    except NotebookError as exc:
+        return FileResult(notices=(Notice(path, str(exc), NoticeLevel.ERROR),))
+    result = check_source(path, notebook.text, settings, prefilter, project)
+    return dataclasses.replace(result, findings=tuple(notebook.finding(f) for f in result.findings))
 
 
 def check_source(
