@@ -159,7 +159,7 @@ def _finalize(
         statement = positions[item.statement]
         last = statement.end.line
         if isinstance(item.statement, cst.BaseCompoundStatement):
-            last = positions[item.statement.body].start.line  # the header only
+            last = _header_end(item.statement, positions, statement.start.line)  # the header only
         suppressed = suppressions.match(item.rule.code, (*_range_lines(item.node, span, positions), statement.start.line, last))
         related = tuple(
             n if isinstance(n, Related) else Related(path, span_of(n), why) for n, why in map(_pair, item.related)
@@ -178,10 +178,19 @@ def _range_lines(node: cst.CSTNode, span: Span, positions) -> range:
     (a multi-line call's offending argument is on one), but of a compound
     statement its header only (a directive in the body is about the body)."""
     if isinstance(node, (cst.BaseCompoundStatement, cst.BaseSuite, cst.Module)):
-        body = getattr(node, "body", None)
-        end = positions[body].start.line if isinstance(body, cst.BaseSuite) and body in positions else span.line
-        return range(span.line, max(end, span.line) + 1)
+        return range(span.line, _header_end(node, positions, span.line) + 1)
     return range(span.line, span.end_line + 1)
+
+
+def _header_end(node: cst.CSTNode, positions, start: int) -> int:
+    """The last line of a compound statement's header (the colon's line),
+    never a line of its body; `start` where it has none."""
+    body = getattr(node, "body", None)
+    if isinstance(body, cst.IndentedBlock) and body.header in positions:
+        return max(positions[body.header].start.line, start)
+    if isinstance(body, cst.SimpleStatementSuite) and body in positions:
+        return max(positions[body].start.line, start)
+    return start
 
 
 def _pair(related: tuple[cst.CSTNode, str] | Related) -> tuple[cst.CSTNode | Related, str]:
