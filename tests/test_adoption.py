@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import assert_valid_sarif, run_script, write
+import jsonschema
+
+from conftest import REPO, assert_valid_sarif, run_script, write
 
 HEAD = (
     "import torch.distributed as dist\n"
@@ -161,6 +163,7 @@ def test_notebook_cells_are_linted_with_cell_positions(tmp_path: Path, sarif_val
     found = run_script("--no-cache", "--format", "json", "nb.ipynb", cwd=tmp_path).json()
     assert [(f["rule"], f["cell"], f["line"], f["column"]) for f in found] == [("DDP014", 3, 6, 12)]
     assert found[0]["fix"] is None  # its edits would be in the joined cells, not in the notebook's JSON
+    jsonschema.validate(found, json.loads((REPO / "docs" / "json-output.schema.json").read_text()))
 
     sarif = json.loads(run_script("--no-cache", "--format", "sarif", "nb.ipynb", cwd=tmp_path).stdout)
     assert_valid_sarif(sarif_validator, sarif)
