@@ -51,8 +51,9 @@ class Suppressions:
 
     by_line: dict[int, Directive] = field(default_factory=dict)
     file_wide: list[Directive] = field(default_factory=list)
-    #: Line -> the line standing for it (see the module's docstring); None: every line stands for itself.
-    comment_line: dict[int, int] | None = None
+    #: The file's text, to find the lines that stand for others (see the module's docstring) when needed.
+    text: str | None = None
+    _comment_line: dict[int, int] | None = None
     #: (line, code) of every line directive that suppressed a finding of `code`.
     used: set[tuple[int, str]] = field(default_factory=set)
 
@@ -66,8 +67,7 @@ class Suppressions:
                 result.file_wide.append(Directive(comment.strip(), _codes(match)))
             elif match := _LINE_RE.search(comment):
                 result.by_line[line] = Directive(comment.strip(), _codes(match))
-        if text is not None and result.by_line:
-            result.comment_line = comment_lines(text)
+        result.text = text
         return result
 
     @classmethod
@@ -80,20 +80,25 @@ class Suppressions:
         for directive in self.file_wide:
             if directive.covers(code):
                 return directive.comment
-        for line in self._candidates(lines):
+        if not self.by_line:
+            return None
+        lines = list(dict.fromkeys(lines))
+        for line in lines:
             directive = self.by_line.get(line)
             if directive is not None and directive.covers(code):
                 self.used.add((line, code))
                 return directive.comment
-        return None
-
-    def _candidates(self, lines: Iterable[int]) -> list[int]:
-        result: list[int] = []
+        if self.text is None:
+            return None
+        if self._comment_line is None:  # tokenized once, and only for a file whose directives the lines missed
+            self._comment_line = comment_lines(self.text)
         for line in lines:
-            for candidate in (line, self.comment_line.get(line, line) if self.comment_line else line):
-                if candidate not in result:
-                    result.append(candidate)
-        return result
+            stand_in = self._comment_line.get(line)
+            directive = self.by_line.get(stand_in) if stand_in is not None else None
+            if directive is not None and directive.covers(code):
+                self.used.add((stand_in, code))
+                return directive.comment
+        return None
 
 
 @dataclass(frozen=True)
