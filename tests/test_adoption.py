@@ -19,7 +19,7 @@ HEAD = (
     "dist.init_process_group('gloo')\n"
     "sampler = DistributedSampler(ds)\n"
 )
-#: Four DDP014 findings: one line, one with another tool's `# noqa`, a
+#: Four DDP014 findings: one line, one with another tool's noqa directive, a
 #: multi-line call, and a call whose first line ends inside a multi-line string.
 TRAIN = HEAD + (
     "a = DataLoader(ds, sampler=sampler, shuffle=True)\n"  # 6

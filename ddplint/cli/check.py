@@ -61,7 +61,7 @@ class CheckRequest:
     diff: bool = False
     #: Apply fixes and report nothing else.
     fix_only: bool = False
-    #: Add `# noqa` directives for the findings instead of reporting them.
+    #: Add noqa directives for the findings instead of reporting them.
     add_noqa: bool = False
     #: Print the resolved settings / the files to lint instead of linting.
     show_settings: bool = False

@@ -14,7 +14,7 @@ from ddplint.fixing import FixedFile, write_fixed
 from ddplint.model import Notice, NoticeLevel
 from ddplint.report import Report
 
-#: A syntax error cannot be silenced by a comment; an unused `# noqa` is not silenced by another.
+#: A syntax error cannot be silenced by a comment; an unused noqa directive is not silenced by another.
 _NOT_SILENCED = ("DDP000", "DDP100")
 
 

@@ -72,7 +72,7 @@ def _removal(comment: Comment, match, codes: tuple[str, ...], unused: list[str],
         return Edit(Span(line, start + 1, line, end + 1), ", ".join(kept))
     rest = comment.text[match.end():]
     before = comment.text[: match.start()]
-    if before.strip():  # `# type: ignore  # noqa: DDP014`: drop the directive and the blanks before it
+    if before.strip():  # after other comment text (a type-ignore first): drop the directive and the blanks before it
         start = comment.column + len(before.rstrip())
         return Edit(Span(line, start + 1, line, comment.column + match.end() + 1), "")
     if rest.strip():  # `# noqa: DDP014 - the reason`: the words stay a comment

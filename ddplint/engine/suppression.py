@@ -179,7 +179,7 @@ def add_noqa(text: str, codes_by_line: dict[int, set[str]]) -> tuple[str, int]:
         if comment is not None and parsed is not None:
             match, existing = parsed
             missing = sorted(c for c in codes if existing is not None and not any(c.startswith(e) for e in existing))
-            if not missing:  # a blanket `# noqa`, or the codes are there already
+            if not missing:  # a blanket directive, or the codes are there already
                 continue
             at = comment.column + match.end("codes")
             body = body[:at] + ", " + ", ".join(missing) + body[at:]
