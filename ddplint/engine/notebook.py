@@ -56,12 +56,13 @@ class Notebook:
         return self.lines[min(max(line, 1), len(self.lines)) - 1]
 
     def span(self, span: Span) -> tuple[int, Span]:
-        """(cell, the span within it); a span running into a later cell ends with its first cell."""
+        """(cell, the span within it); a span running into a later cell ends where its first cell does."""
         cell, line = self.where(span.line)
         end_cell, end_line = self.where(span.end_line)
         end_column = span.end_column
         if end_cell != cell:
-            end_line, end_column = line, span.column + 1
+            end_line = max(self.cell_lines.get(cell, line), line)
+            end_column = 1 if end_line > line else span.column + 1
         return cell, Span(line, span.column, end_line, end_column)
 
     def finding(self, finding: Finding) -> Finding:
