@@ -75,7 +75,7 @@ def _removal(comment: Comment, match, codes: tuple[str, ...], unused: list[str],
     if before.strip():  # after other comment text (a type-ignore first): drop the directive and the blanks before it
         start = comment.column + len(before.rstrip())
         return Edit(Span(line, start + 1, line, comment.column + match.end() + 1), "")
-    if rest.strip():  # `# noqa: DDP014 - the reason`: the words stay a comment
+    if rest.strip():  # a directive followed by its reason: the words stay a comment
         return Edit(Span(line, comment.column + 1, line, comment.column + match.end() + 1), "#")
     text = lines[line - 1] if line <= len(lines) else ""
     start = len(text[: comment.column].rstrip())  # with the blanks before the comment
