@@ -205,6 +205,7 @@ def _encode(result: FileResult) -> dict[str, Any]:
             {
                 "rule": f.rule, "name": f.name, "severity": f.severity.value, "message": f.message,
                 "path": f.path, "span": _span(f.span), "snippet": f.snippet, "suppressed": f.suppressed,
+                "properties": [list(p) for p in f.properties],
                 "related": [[r.path, _span(r.span), r.message] for r in f.related],
                 "fix": None if f.fix is None else [
                     f.fix.title, f.fix.applicability.value, [[_span(e.span), e.content] for e in f.fix.edits]
@@ -222,6 +223,7 @@ def _decode(data: dict[str, Any]) -> FileResult:
         Finding(
             rule=f["rule"], name=f["name"], severity=Severity(f["severity"]), message=f["message"],
             path=f["path"], span=Span(*f["span"]), snippet=f["snippet"], suppressed=f["suppressed"],
+            properties=tuple((k, v) for k, v in f.get("properties", ())),
             related=tuple(Related(p, Span(*s), m) for p, s, m in f["related"]),
             fix=None if f["fix"] is None else Fix(
                 f["fix"][0], tuple(Edit(Span(*s), c) for s, c in f["fix"][2]), Applicability(f["fix"][1])

@@ -31,7 +31,7 @@ DEFAULT = ALL - OPT_IN - PREVIEW
         ([Selection(ignore=("DDP01",))], DEFAULT - DDP01),
         ([Selection(ignore=("DDP01",), extend_select=("DDP012",))], DEFAULT - DDP01 | {"DDP012"}),  # most specific wins
         ([Selection(select=("DDP014",), ignore=("DDP014",))], set()),  # a tie goes to ignore
-        ([Selection(select=("ALL",), ignore=("DDP0",))], set()),
+        ([Selection(select=("ALL",), ignore=("DDP0",))], ALL - PREVIEW - frozenset(c for c in ALL if c.startswith("DDP0"))),
         ([Selection(ignore=("DDP012",)), Selection(select=("DDP012",))], {"DDP012"}),  # CLI select starts afresh
         ([Selection(select=("DDP014",)), Selection(extend_select=("DDP012",))], {"DDP012", "DDP014"}),
         ([Selection(), Selection(ignore=("DDP000",))], DEFAULT - {"DDP000"}),

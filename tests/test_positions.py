@@ -13,7 +13,6 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from ddplint.analysis.tree import descendants
 from ddplint.engine.positions import Positions, comments, resolve_positions
 from ddplint.engine.source import SourceError, decode_source
 
@@ -52,6 +51,22 @@ SHAPES = {
 }
 
 
+class _Collector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.nodes: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.nodes.append(node)
+        return True
+
+
+def _every_node(root: cst.CSTNode) -> list[cst.CSTNode]:
+    """Every node below `root`, whitespace, comments and punctuation included."""
+    collector = _Collector()
+    root.visit(collector)
+    return collector.nodes[1:]
+
+
 def _assert_same(source: str, sample: int = 1) -> None:
     """Every `sample`-th node asked first, on its own (the generation stops
     at it), then every node, the module's statements first (their whole code
@@ -59,8 +74,15 @@ def _assert_same(source: str, sample: int = 1) -> None:
     module = cst.parse_module(source)
     whole = resolve_positions(module)
     lazy = Positions(module, source)
-    nodes = list(descendants(module))
-    for node in [*nodes[::sample], *module.body, *nodes]:
+    nodes = _every_node(module)
+    # The module's own blank and comment lines lie in no statement: asked
+    # first, they would have the whole module generated. Asked last.
+    outside = {id(n) for line in (*module.header, *module.footer) for n in [line, *_every_node(line)]}
+    inside = [n for n in nodes if id(n) not in outside]
+    for node in [*inside[::sample], *module.body, *inside]:
+        assert lazy[node] == whole[node], (type(node).__name__, cst.Module([]).code_for_node(node))
+    assert lazy._whole is None, "every node in a statement is placed without generating the whole module"
+    for node in nodes:
         assert lazy[node] == whole[node], (type(node).__name__, cst.Module([]).code_for_node(node))
 
 

@@ -140,6 +140,13 @@ def check(
         bool, typer.Option("--diff", help="Print the fixes as a unified diff; change nothing (exit 1 if any).")
     ] = False,
     fix_only: Annotated[bool, typer.Option("--fix-only", help="Apply the fixes; report nothing else.")] = False,
+    add_noqa: Annotated[
+        bool, typer.Option("--add-noqa", help="Add a `# noqa: CODE` to every line with findings (merged into its `# noqa:`).")
+    ] = False,
+    show_settings: Annotated[
+        bool, typer.Option("--show-settings", help="Show the settings resolved for the first PATH (or .), and exit.")
+    ] = False,
+    show_files: Annotated[bool, typer.Option("--show-files", help="Show the files that would be linted, and exit.")] = False,
 ) -> None:
     """Lint Python files for distributed-training bugs."""
     from ddplint.cli.check import CheckRequest, UsageError, run_check
@@ -172,6 +179,9 @@ def check(
         unsafe_fixes=unsafe_fixes,
         diff=diff,
         fix_only=fix_only,
+        add_noqa=add_noqa,
+        show_settings=show_settings,
+        show_files=show_files,
     )
     _exit_with(lambda: run_check(request), UsageError, debug)
 

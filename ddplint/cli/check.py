@@ -65,6 +65,11 @@ class CheckRequest:
     diff: bool = False
     #: Apply fixes and report nothing else.
     fix_only: bool = False
+    #: Add noqa directives for the findings instead of reporting them.
+    add_noqa: bool = False
+    #: Print the resolved settings / the files to lint instead of linting.
+    show_settings: bool = False
+    show_files: bool = False
 
     @property
     def fix_mode(self) -> FixMode | None:
@@ -217,6 +222,10 @@ def _from_stdin(request: CheckRequest) -> bool:
 def _check_fix_options(request: CheckRequest) -> None:
     if request.diff and (request.fix or request.fix_only):
         raise UsageError("--diff shows the fixes without applying them; it cannot be combined with --fix or --fix-only")
+    if request.add_noqa and (request.fix_mode is not None or _from_stdin(request)):
+        raise UsageError("--add-noqa edits the files on disk; it cannot be combined with --fix, --diff, --fix-only or stdin")
+    if request.show_settings and request.show_files:
+        raise UsageError("--show-settings and --show-files cannot be combined")
 
 
 def _fix_summary(report: Report, diff: bool) -> str:
@@ -277,6 +286,14 @@ def run_check(request: CheckRequest) -> int:
     """Lint (and fix), render, write; return the exit status."""
     resolver = _resolver(request)
     _check_fix_options(request)
+    if request.show_settings or request.show_files:
+        from ddplint.cli.show import show_files, show_settings
+
+        paths = request.paths or [Path(".")]
+        try:
+            return show_settings(paths[0], resolver) if request.show_settings else show_files(paths, resolver, request.force_exclude)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
     tune_gc()
     stdin = sys.stdin.buffer.read() if _from_stdin(request) else None
     try:
@@ -284,6 +301,16 @@ def run_check(request: CheckRequest) -> int:
         fail_on = _fail_on(request, resolver)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    if request.add_noqa:
+        from ddplint.cli.noqa import add_noqa_directives
+
+        added, files = add_noqa_directives(report, resolver.cwd)
+        _print_notices(report, request.debug)
+        if not request.quiet:
+            print(f"Added {plural(added, 'noqa directive')} to {plural(files, 'file')}.", file=sys.stderr)
+        if any(n.internal for n in report.notices):
+            return 2
+        return 1 if any(n.level is NoticeLevel.ERROR for n in report.notices) else 0  # the findings are silenced now
     if request.fix_mode is not None:
         _apply_fixes(request, report, stdin)
         if request.diff or request.fix_only:

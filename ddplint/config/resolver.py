@@ -149,6 +149,7 @@ class ConfigResolver:
     def _make_settings(self, config: Config, per_file_ignored: tuple[str, ...]) -> Settings:
         cli = self.overrides
         layers = [
+            *(Selection(*inherited) for inherited in config.inherited),
             Selection(config.select, config.extend_select, config.ignore),
             Selection(cli.select, cli.extend_select, cli.ignore),
             Selection(ignore=per_file_ignored),

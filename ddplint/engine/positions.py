@@ -14,6 +14,7 @@ node for node over the fixtures).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import io
 import re
 import tokenize
@@ -27,7 +28,6 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 from libcst._position import CodePosition
 
-from ddplint.analysis.tree import children
 from ddplint.model import Span
 
 
@@ -181,7 +181,7 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
                 taken += len(node.body)
             if anchor is not None:
                 anchor_of[node] = anchor
-            stack.extend((child, anchor) for child in reversed(children(node)))
+            stack.extend((child, anchor) for child in reversed(_children(node)))
         if stack or taken != len(starts):
             self._everything()
             return {}
@@ -223,6 +223,24 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
             return ""
         start = self._line_starts[line - 1]
         return self._text[start : start + byte_column].encode("utf-8")[:byte_column].decode("utf-8", errors="ignore")
+
+
+_fields: dict[type, tuple[str, ...]] = {}
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """Every child node, whitespace and punctuation included, in source order."""
+    names = _fields.get(node.__class__)
+    if names is None:
+        names = _fields[node.__class__] = tuple(f.name for f in dataclasses.fields(node))
+    found: list[cst.CSTNode] = []
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            found.append(value)
+        elif value.__class__ is tuple or value.__class__ is list:
+            found.extend(v for v in value if isinstance(v, cst.CSTNode))
+    return found
 
 
 def _shifted(place: CodeRange, lines: int) -> CodeRange:
