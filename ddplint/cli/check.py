@@ -138,7 +138,12 @@ def _cache(request: CheckRequest, resolver: ConfigResolver) -> Cache | None:
     if not request.cache:
         return None
     directory = request.cache_dir or default_cache_dir(project_root(resolver.cwd))
-    return Cache(directory, on_bad_entry=_debug_line if request.debug else None)
+    return Cache(directory, on_bad_entry=_debug_line if request.debug else None, on_refused=_warning_line)
+
+
+def _warning_line(message: str) -> None:
+    """A one-line warning on stderr (the run goes on)."""
+    print(printable(f"ddplint: warning: {message}"), file=sys.stderr)
 
 
 def _debug_line(message: str) -> None:
