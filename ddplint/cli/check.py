@@ -189,8 +189,9 @@ def _apply_fixes(request: CheckRequest, report: Report, stdin: bytes | None) -> 
     if request.diff:
         sys.stdout.write(printable("".join(f.diff() for f in report.fixed)))
     elif stdin is not None:  # editors' format-on-save: the whole (fixed) source on stdout
-        if report.fixed:
-            sys.stdout.write(report.fixed[0].after)
+        if report.fixed:  # in the input's encoding: a UTF-8 BOM (utf-8-sig) or a PEP 263 coding stays
+            sys.stdout.flush()
+            sys.stdout.buffer.write(report.fixed[0].after.encode(report.fixed[0].encoding))
         else:
             sys.stdout.buffer.write(stdin)
     else:
