@@ -212,13 +212,22 @@ def test_a_bom_survives_fix_from_stdin_and_from_a_file(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ the training repositories
 
 
-def _training_sample(count: int = 6) -> list[Path]:
+def _training_sample(count: int = 5) -> list[Path]:
     if not TRAINING.is_dir():
         return []
     wanted = re.compile(rb"shuffle=True|torch\.cuda\.amp|torch\.load\(|manual_seed\(|clip_grad_norm_|\.state_dict\(\)")
-    files = sorted(p for p in TRAINING.rglob("*.py") if p.is_file() and p.stat().st_size < 20_000)
-    chosen = [p for p in random.Random(33).sample(files, min(len(files), 400)) if wanted.search(p.read_bytes())]
-    return chosen[:count]
+    rng = random.Random(33)
+    repositories = sorted(p for p in TRAINING.iterdir() if p.is_dir())
+    chosen = []
+    for repository in rng.sample(repositories, min(len(repositories), 3 * count)):
+        files = sorted(p for p in repository.rglob("*.py") if p.is_file() and p.stat().st_size < 12_000)
+        for path in rng.sample(files, min(len(files), 30)):
+            if wanted.search(path.read_bytes()):
+                chosen.append(path)
+                break
+        if len(chosen) == count:
+            break
+    return chosen
 
 
 @pytest.mark.skipif(not TRAINING.is_dir(), reason="the training repositories are not here (CI)")
