@@ -46,6 +46,9 @@ _GITIGNORE = "# Created by ddplint: the lint cache.\n*\n"
 #: The names of the files the cache creates below its version directories.
 _ENTRY = re.compile(r"[0-9a-f]{64}\.json|\.tmp-[^/]*\.json")
 _SHARD = re.compile(r"[0-9a-f]{2}")
+#: POSIX flags (absent elsewhere: there the `lstat` checks alone guard).
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _FORMAT = 7  # 6: entries carry a checksum; 7: summaries name their functions, per-rank calls and entry points by body
 
 
@@ -185,7 +188,7 @@ class Cache:
         path = self._path(key)
         try:
             # O_NONBLOCK: a FIFO planted as an entry does not block the open; it is no regular file.
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
         except FileNotFoundError:
             return None  # a plain miss
         except OSError as exc:
@@ -257,7 +260,7 @@ class Cache:
             return False
         ignore = self.directory / ".gitignore"
         try:
-            fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644)
         except FileExistsError:  # there already (ours, or a link the repository ships: never written through)
             if os.path.islink(ignore):
                 self._refuse(ignore, "a symbolic link")

@@ -130,3 +130,13 @@ def test_clean_removes_a_cache_ddplint_made(repo: Path) -> None:
     _lint(repo)
     run = run_script("clean", cwd=repo)
     assert run.status == 0 and not os.path.lexists(repo / ".ddplint_cache"), run.stderr
+
+
+def test_a_fifo_planted_as_a_cache_entry_does_not_block_the_run(repo: Path) -> None:
+    _lint(repo)
+    entries = list((repo / ".ddplint_cache").rglob("*.json"))
+    for entry in entries:  # reading a FIFO with no writer would wait forever
+        entry.unlink()
+        os.mkfifo(entry)
+    run = _lint(repo)
+    assert "is not a regular file; the cache is not used" in run.stderr
