@@ -190,6 +190,10 @@ class DdplintServer(LanguageServer):
             settings = self.resolver_for(folders[0]).settings_for(folders[0] / name)
         else:
             settings = Settings(rules=resolve((), preview=False))
+        too_costly = buffer_notice(uri, source, settings)
+        if too_costly is not None:  # the same limits as for files: a huge buffer must not block the server
+            self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=f"{uri}: {too_costly.message}"))
+            return []
         return self._active(check_source(uri, source, settings))
 
     def _active(self, result: FileResult) -> list[Finding]:
