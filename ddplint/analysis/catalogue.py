@@ -364,3 +364,12 @@ BUILTINS_MODULES = frozenset({"builtins", "__builtin__"})
 #: Calls that configure what a `logging` logger emits: under a rank test (or
 #: given a rank-dependent level), the logger speaks on some ranks only.
 LOGGING_CONFIGURATION = frozenset({"addHandler", "setLevel", "addFilter", "basicConfig"})
+
+# --------------------------------------------------------------- launchers
+
+#: The argv spellings of the local rank: torch.distributed.launch passed
+#: `--local_rank=N` before PyTorch 2.0 and passes `--local-rank=N` since; the
+#: DeepSpeed launcher passes `--local_rank=N`; torchrun passes neither (it sets `LOCAL_RANK`).
+LOCAL_RANK_FLAGS = ("--local_rank", "--local-rank")
+#: Calls that show a script is started by the DeepSpeed launcher (which passes `--local_rank`).
+DEEPSPEED_ENTRY_POINTS = frozenset({"deepspeed.add_config_arguments", "deepspeed.initialize"})
