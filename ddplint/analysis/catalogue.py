@@ -170,6 +170,7 @@ LIGHTNING_TRAINER = "lightning.Trainer"
 PL_TRAINER = "pytorch_lightning.Trainer"
 HF_TRAINER = "transformers.Trainer"
 FABRIC = "lightning.Fabric"
+ACCELERATOR = "accelerate.Accelerator"
 
 FRAMEWORK_TYPES: tuple[FrameworkType, ...] = (
     FrameworkType(LIGHTNING_TRAINER, frozenset({
@@ -190,6 +191,8 @@ FRAMEWORK_TYPES: tuple[FrameworkType, ...] = (
     FrameworkType(FABRIC, frozenset({"lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric",
                                      "lightning.fabric.fabric.Fabric", "lightning_fabric.fabric.Fabric"}),
                   frozenset({"fabric"}), ("lightning", "lightning_fabric")),
+    FrameworkType(ACCELERATOR, frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"}),
+                  frozenset({"accelerator"}), ("accelerate",)),
 )  # fmt: skip
 
 #: Framework launchers that start one process per device: built with
@@ -373,3 +376,17 @@ LOGGING_CONFIGURATION = frozenset({"addHandler", "setLevel", "addFilter", "basic
 LOCAL_RANK_FLAGS = ("--local_rank", "--local-rank")
 #: Calls that show a script is started by the DeepSpeed launcher (which passes `--local_rank`).
 DEEPSPEED_ENTRY_POINTS = frozenset({"deepspeed.add_config_arguments", "deepspeed.initialize"})
+
+# --------------------------------------------------------------- accelerate
+
+#: `Accelerator` methods that return their arguments wrapped (in order, one
+#: per argument): a prepared loader is sharded and its last batch padded.
+PREPARE_METHODS = frozenset({"prepare", "prepare_data_loader", "prepare_scheduler"})
+
+# --------------------------------------------------------------- metrics
+
+#: Methods that accumulate a batch's predictions into a metric or a list that
+#: one becomes: evaluate's and torchmetrics' `add_batch`/`update`, list `append`/`extend`.
+METRIC_SINK_METHODS = frozenset({"add_batch", "add", "update", "append", "extend"})
+#: Functions that compute a metric from predictions (scikit-learn's, by package).
+METRIC_FUNCTION_PREFIXES = ("sklearn.metrics.",)
