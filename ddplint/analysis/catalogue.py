@@ -390,3 +390,17 @@ PREPARE_METHODS = frozenset({"prepare", "prepare_data_loader", "prepare_schedule
 METRIC_SINK_METHODS = frozenset({"add_batch", "add", "update", "append", "extend"})
 #: Functions that compute a metric from predictions (scikit-learn's, by package).
 METRIC_FUNCTION_PREFIXES = ("sklearn.metrics.",)
+
+# --------------------------------------------------------------- schedules
+
+#: Keywords of learning-rate scheduler constructors that count optimizer
+#: steps (transformers/diffusers `get_scheduler` and `get_*_schedule_with_warmup`,
+#: torch's `OneCycleLR`, `CosineAnnealingLR`, `LinearLR`, timm's schedulers).
+SCHEDULE_LENGTH_KEYWORDS = frozenset({
+    "num_training_steps", "num_warmup_steps", "total_steps", "T_max", "total_iters", "warmup_steps",
+    "max_steps", "t_initial", "warmup_t",
+})  # fmt: skip
+#: Words of a step count already scaled to what a prepared scheduler sees.
+PROCESS_COUNT_WORDS = ("num_processes", "world_size", "num_replicas", "get_world_size", "n_gpu", "num_gpus")
+#: `Accelerator(...)` keywords that make a prepared scheduler step once per call.
+SCHEDULER_STEP_KEYWORDS = frozenset({"split_batches", "step_scheduler_with_optimizer", "dataloader_config"})

@@ -1,0 +1,117 @@
+"""DDP033 scheduler-steps-vs-prepare."""
+
+from __future__ import annotations
+
+from ddplint.analysis.catalogue import SCHEDULE_LENGTH_KEYWORDS
+from ddplint.analysis.guards import Site
+from ddplint.analysis.receivers import prepared_arguments
+from ddplint.analysis.schedules import is_prepared_in, prepared_before, schedule_length, steps_per_process
+from ddplint.lazy import cst
+from ddplint.model import Severity
+from ddplint.rule import Rule
+
+
+class SchedulerStepsVsPrepare(Rule):
+    """
+    ## What it does
+
+    Flags a learning-rate scheduler whose step counts (`num_training_steps`,
+    `num_warmup_steps`, `total_steps`, `T_max`, ...) come from
+    `len(train_dataloader)` in one of the two combinations that do not match
+    how accelerate steps it:
+
+    - the length is read **after** `accelerator.prepare` sharded the loader
+      and the scheduler is prepared too, with no `num_processes` scaling: the
+      schedule ends `num_processes` times early;
+    - the length is read **before** `prepare` and the scheduler is **not**
+      prepared: the schedule ends `num_processes` times late (warm-up too).
+
+    The counts are followed through the assignments of the function
+    (`args.max_train_steps = epochs * math.ceil(len(train_dataloader) / accum)`).
+    Not flagged: the Hugging Face examples' order (length before `prepare`,
+    scheduler prepared), counts scaled by `accelerator.num_processes` (or the
+    world size), and modules whose `Accelerator(...)` passes `split_batches`,
+    `step_scheduler_with_optimizer` or `**kwargs` (each changes how the
+    prepared scheduler steps).
+
+    ## Why is this bad?
+
+    A prepared loader yields `1/num_processes` of the batches, and a prepared
+    scheduler's `step()` advances the wrapped scheduler once per process. A
+    count read from the sharded loader for a prepared scheduler is used up
+    after `1/num_processes` of the training: the learning rate reaches its
+    floor early. A count read from the whole loader for a scheduler stepped
+    once per optimizer step never reaches its end, and the warm-up lasts
+    `num_processes` times longer than configured.
+
+    ## Example
+
+    ```python
+    model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)
+    total = len(train_dataloader) * epochs
+    scheduler = get_linear_schedule_with_warmup(optimizer, 100, num_training_steps=total)
+    scheduler = accelerator.prepare(scheduler)
+    ```
+
+    ## Use instead
+
+    ```python
+    total = len(train_dataloader) * epochs  # before prepare: the whole loader
+    scheduler = get_linear_schedule_with_warmup(optimizer, 100, num_training_steps=total)
+    model, optimizer, train_dataloader, scheduler = accelerator.prepare(
+        model, optimizer, train_dataloader, scheduler
+    )
+    ```
+    """
+
+    code = "DDP033"
+    name = "scheduler-steps-vs-prepare"
+    severity = Severity.WARNING
+    summary = "A scheduler sized from `len(train_dataloader)` on the wrong side of `accelerator.prepare`: it ends num_processes times early or late."
+    tokens = tuple(sorted(SCHEDULE_LENGTH_KEYWORDS))
+    context_tokens = ("prepare",)
+    distributed_only = True
+    preview = True
+    tags = ("correctness", "accelerate")
+
+    def trigger_Call(self, node: cst.Call) -> bool:
+        return any(a.keyword is not None and a.keyword.value in SCHEDULE_LENGTH_KEYWORDS for a in node.args)
+
+    def check_Call(self, node: cst.Call, site: Site) -> None:
+        function = self.ctx.enclosing_function()
+        if function is None or not steps_per_process(self.ctx):
+            return
+        length = schedule_length(node, function, self.ctx)
+        if length.scaled:
+            return
+        statement = self.ctx.statement()
+        targets = [t.target for t in statement.body[0].targets] if _assigns(statement) else []  # type: ignore[attr-defined]
+        prepared = any(is_prepared_in(v, function, self.ctx) for v in (node, *targets))
+        for read in length.lengths:
+            loader = read.args[0].value
+            after = prepared_before(read, loader, function, self.ctx)
+            if after is None and prepared_arguments(loader, self.ctx):
+                after = True  # a loader prepared elsewhere, passed in
+            if after is True and prepared:
+                return self._report(node, read, "after `accelerator.prepare` sharded it, and the scheduler is prepared too", "early")
+            if after is False and not prepared:
+                return self._report(node, read, "before `accelerator.prepare` shards it, but the scheduler is not prepared", "late")
+        return None
+
+    def _report(self, node: cst.Call, read: cst.Call, why: str, when: str) -> None:
+        if when == "early":
+            because = "each `step()` of a prepared scheduler advances it once per process"
+            fix = "read the length before `prepare`, or multiply it by `accelerator.num_processes`"
+        else:
+            because = "each process steps it once per batch of its shard, `1/num_processes` of the loader"
+            fix = "pass the scheduler to `accelerator.prepare` too, or read the length after `prepare`"
+        self.report(
+            node,
+            f"the schedule's length comes from `{self.ctx.module.code_for_node(read)}` read {why}; {because}, so "
+            f"the schedule ends `num_processes` times {when}; {fix}",
+            related=((read, "the length read here"),),
+        )
+
+
+def _assigns(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], cst.Assign)
