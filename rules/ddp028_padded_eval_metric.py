@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from ddplint.analysis.calls import keyword_value, truth
 from ddplint.analysis.collectives import collective_name
 from ddplint.analysis.guards import Site
-from ddplint.analysis.metrics import ShardedEval, accumulated_in, metric_sink, sharded_eval, truncates_to_dataset
+from ddplint.analysis.metrics import gathered_eval
+from ddplint.analysis.names import last_name
 from ddplint.analysis.receivers import is_accelerator
 from ddplint.analysis.rewrite import ProposedFix
-from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
@@ -79,50 +80,25 @@ class PaddedEvalMetric(Rule):
     requires = frozenset({"loops"})
     distributed_only = True
     preview = True
-    tags = ("correctness", "evaluation")
 
     def trigger_Call(self, node: cst.Call) -> bool:
-        return isinstance(node.func, cst.Attribute) and node.func.attr.value in _GATHERS or (
-            isinstance(node.func, cst.Name) and node.func.value in _GATHERS
-        )
+        return last_name(node.func) in _GATHERS
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
-        ctx = self.ctx
-        function = ctx.enclosing_function()
-        gathered = " ".join(ctx.module.code_for_node(a.value) for a in node.args)
-        if function is None or "loss" in gathered or collective_name(node, ctx) is None:
+        function = self.ctx.enclosing_function()
+        found = gathered_eval(node, function, self.ctx) if function and collective_name(node, self.ctx) else None
+        if found is None:
             return
-        if truncates_to_dataset(function, ctx):
-            return
-        for loop in reversed([n for n in ctx.stack if isinstance(n, cst.For)]):
-            found = sharded_eval(loop, ctx)
-            if found is not None and metric_sink(node, loop, ctx) is not None:
-                return self._report(node, found)
-        used = {n.value for a in node.args for n in (a.value, *descendants(a.value)) if isinstance(n, cst.Name)}
-        for loop in descendants(function):
-            if isinstance(loop, cst.For) and node not in descendants(loop) and used & accumulated_in(loop):
-                found = sharded_eval(loop, ctx)
-                if found is not None:
-                    return self._report(node, found)
-        return None
+        accelerate = last_name(node.func) == "gather" and is_accelerator(node.func.value, self.ctx)  # type: ignore[attr-defined]
+        why = _PREPARED if found.sampler is None else _DROPS if truth(keyword_value(found.sampler, "drop_last")) else _PADS
+        fix = ProposedFix("Use `gather_for_metrics`", ((node.func.attr, cst.Name("gather_for_metrics")),))  # type: ignore[attr-defined]
+        message = f"`{self.ctx.module.code_for_node(node.func)}()` gathers an evaluation over unevenly split shards: \
+{why}, so the metric changes with the number of GPUs; {_USE if accelerate else _CUT}"
+        self.report(node, message, related=((found.loop, "the evaluation loop"),), fix=fix if accelerate else None)
 
-    def _report(self, node: cst.Call, found: ShardedEval) -> None:
-        shown = self.ctx.module.code_for_node(node.func)
-        accelerate = isinstance(node.func, cst.Attribute) and node.func.attr.value == "gather" and is_accelerator(node.func.value, self.ctx)
-        if found.sampler is None:
-            why = "the loader `accelerator.prepare` sharded pads its last batch with samples repeated from the start"
-        elif any(a.keyword is not None and a.keyword.value == "drop_last" for a in found.sampler.args):
-            why = "its `DistributedSampler` pads (or with `drop_last=True` drops) samples to split the dataset evenly"
-        else:
-            why = "its `DistributedSampler` pads the dataset to a multiple of the world size with repeated samples"
-        advice = "use `gather_for_metrics`" if accelerate else "cut the gathered predictions to `len(dataset)`, or evaluate on one rank"
-        fix = None
-        if accelerate and isinstance(node.func, cst.Attribute):
-            fix = ProposedFix("Use `gather_for_metrics`", ((node.func.attr, cst.Name("gather_for_metrics")),))
-        self.report(
-            node,
-            f"`{shown}()` gathers an evaluation over padded shards: {why}, so the metric counts duplicates and "
-            f"changes with the number of GPUs; {advice}",
-            related=((found.loop, "the evaluation loop"),),
-            fix=fix,
-        )
+
+_PREPARED = "the loader `accelerator.prepare` sharded pads its last batch with samples repeated from the start"
+_PADS = "its `DistributedSampler` pads the dataset to a multiple of the world size with repeated samples"
+_DROPS = "its `DistributedSampler` has `drop_last=True` and leaves out the samples that do not split evenly"
+_USE = "use `gather_for_metrics`"
+_CUT = "cut the gathered values to `len(dataset)`, or evaluate on one rank"

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from ddplint.analysis.catalogue import SCHEDULE_LENGTH_KEYWORDS
 from ddplint.analysis.guards import Site
-from ddplint.analysis.receivers import prepared_arguments
-from ddplint.analysis.schedules import is_prepared_in, prepared_before, schedule_length, steps_per_process
+from ddplint.analysis.schedules import mis_sized
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
@@ -72,46 +71,22 @@ class SchedulerStepsVsPrepare(Rule):
     context_tokens = ("prepare",)
     distributed_only = True
     preview = True
-    tags = ("correctness", "accelerate")
 
     def trigger_Call(self, node: cst.Call) -> bool:
         return any(a.keyword is not None and a.keyword.value in SCHEDULE_LENGTH_KEYWORDS for a in node.args)
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
         function = self.ctx.enclosing_function()
-        if function is None or not steps_per_process(self.ctx):
+        found = mis_sized(node, self.ctx.statement(), function, self.ctx) if function is not None else None
+        if found is None:
             return
-        length = schedule_length(node, function, self.ctx)
-        if length.scaled:
-            return
-        statement = self.ctx.statement()
-        targets = [t.target for t in statement.body[0].targets] if _assigns(statement) else []  # type: ignore[attr-defined]
-        prepared = any(is_prepared_in(v, function, self.ctx) for v in (node, *targets))
-        for read in length.lengths:
-            loader = read.args[0].value
-            after = prepared_before(read, loader, function, self.ctx)
-            if after is None and prepared_arguments(loader, self.ctx):
-                after = True  # a loader prepared elsewhere, passed in
-            if after is True and prepared:
-                return self._report(node, read, "after `accelerator.prepare` sharded it, and the scheduler is prepared too", "early")
-            if after is False and not prepared:
-                return self._report(node, read, "before `accelerator.prepare` shards it, but the scheduler is not prepared", "late")
-        return None
-
-    def _report(self, node: cst.Call, read: cst.Call, why: str, when: str) -> None:
-        if when == "early":
-            because = "each `step()` of a prepared scheduler advances it once per process"
-            fix = "read the length before `prepare`, or multiply it by `accelerator.num_processes`"
+        read = self.ctx.module.code_for_node(found.read)
+        if found.early:
+            message = f"the schedule's length comes from `{read}` read after `accelerator.prepare` sharded it, and \
+the scheduler is prepared too: each `step()` of a prepared scheduler advances it once per process, so the schedule \
+ends `num_processes` times early; read the length before `prepare`, or multiply it by `accelerator.num_processes`"
         else:
-            because = "each process steps it once per batch of its shard, `1/num_processes` of the loader"
-            fix = "pass the scheduler to `accelerator.prepare` too, or read the length after `prepare`"
-        self.report(
-            node,
-            f"the schedule's length comes from `{self.ctx.module.code_for_node(read)}` read {why}; {because}, so "
-            f"the schedule ends `num_processes` times {when}; {fix}",
-            related=((read, "the length read here"),),
-        )
-
-
-def _assigns(statement: cst.CSTNode) -> bool:
-    return isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], cst.Assign)
+            message = f"the schedule's length comes from `{read}` read before `accelerator.prepare` shards it, but \
+the scheduler is not prepared: each process steps it once per batch of its shard, so the schedule \
+ends `num_processes` times late; pass the scheduler to `accelerator.prepare` too"
+        self.report(node, message, related=((found.read, "the length read here"),))

@@ -123,3 +123,25 @@ def sharded_eval(loop: cst.For, ctx: ModelView) -> ShardedEval | None:
         return ShardedEval(loop, None)
     sampler = distributed_sampler_of(iterable, ctx)
     return ShardedEval(loop, sampler) if sampler is not None else None
+
+
+def gathered_eval(call: cst.Call, function: cst.FunctionDef, ctx: ModelView) -> ShardedEval | None:
+    """The sharded evaluation loop whose results `call` (a gather or an
+    all-reduce, visited now) brings together: a loop around it whose metric
+    the gathered value feeds, or an earlier loop of `function` that
+    accumulated one of its arguments (``correct += ...`` then ``all_reduce(correct)``).
+    None for a gathered loss (logging) and in a function that cuts the
+    predictions back to the dataset's length."""
+    if "loss" in " ".join(ctx.module.code_for_node(a.value) for a in call.args) or truncates_to_dataset(function, ctx):
+        return None
+    for loop in reversed([n for n in ctx.stack if isinstance(n, cst.For)]):
+        found = sharded_eval(loop, ctx)
+        if found is not None and metric_sink(call, loop, ctx) is not None:
+            return found
+    used = {n.value for a in call.args for n in (a.value, *descendants(a.value)) if isinstance(n, cst.Name)}
+    for loop in descendants(function):
+        if isinstance(loop, cst.For) and used & accumulated_in(loop) and call not in descendants(loop):
+            found = sharded_eval(loop, ctx)
+            if found is not None:
+                return found
+    return None

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ddplint.analysis.catalogue import ACCELERATOR, PROCESS_COUNT_WORDS, SCHEDULE_LENGTH_KEYWORDS, SCHEDULER_STEP_KEYWORDS
-from ddplint.analysis.receivers import class_types, prepare_call
+from ddplint.analysis.receivers import class_types, prepare_call, prepared_arguments
 from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
 
@@ -133,3 +133,33 @@ def steps_per_process(ctx: ModelView) -> bool:
             if any(a.star == "**" or (a.keyword is not None and a.keyword.value in SCHEDULER_STEP_KEYWORDS) for a in node.args):
                 return False
     return True
+
+
+@dataclass(frozen=True)
+class MisSized:
+    """A schedule whose length does not match how accelerate steps it:
+    `read` is the `len(...)`; `early` True when the schedule ends
+    `num_processes` times early, False when that much late."""
+
+    read: cst.Call
+    early: bool
+
+
+def mis_sized(call: cst.Call, statement: cst.CSTNode, function: cst.FunctionDef, ctx: ModelView) -> MisSized | None:
+    """Whether the scheduler `call` (in `statement`) is sized from a loader's
+    length on the wrong side of `prepare`: read after it with the scheduler
+    prepared, or before it with the scheduler not prepared. Counts scaled by
+    the process count, and modules whose `Accelerator` may step once, are fine."""
+    length = schedule_length(call, function, ctx)
+    if length.scaled or not length.lengths or not steps_per_process(ctx):
+        return None
+    targets = [t.target for s in getattr(statement, "body", ()) if isinstance(s, cst.Assign) for t in s.targets]
+    prepared = any(is_prepared_in(v, function, ctx) for v in (call, *targets))
+    for read in length.lengths:
+        loader = read.args[0].value
+        after = prepared_before(read, loader, function, ctx)
+        if after is None and prepared_arguments(loader, ctx):
+            after = True  # a loader prepared elsewhere, passed in
+        if after is not None and after == prepared:
+            return MisSized(read, early=after)
+    return None
