@@ -50,16 +50,22 @@ class PaddedEvalMetric(Rule):
     ## Example
 
     ```python
-    for batch in eval_dataloader:
-        predictions = model(**batch).logits.argmax(-1)
-        predictions, labels = accelerator.gather((predictions, batch["labels"]))
-        metric.add_batch(predictions=predictions, references=labels)
+    from accelerate import Accelerator
+
+    def evaluate(model, eval_dataloader, metric):
+        accelerator = Accelerator()
+        model, eval_dataloader = accelerator.prepare(model, eval_dataloader)
+        for batch in eval_dataloader:
+            predictions = model(**batch).logits.argmax(-1)
+            predictions, labels = accelerator.gather((predictions, batch["labels"]))
+            metric.add_batch(predictions=predictions, references=labels)
+        return metric.compute()
     ```
 
     ## Use instead
 
     ```python
-        predictions, labels = accelerator.gather_for_metrics((predictions, batch["labels"]))
+            predictions, labels = accelerator.gather_for_metrics((predictions, batch["labels"]))
     ```
 
     For a `DistributedSampler`, evaluate on one rank, or cut the gathered

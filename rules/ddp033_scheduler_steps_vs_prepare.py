@@ -23,7 +23,7 @@ class SchedulerStepsVsPrepare(Rule):
       and the scheduler is prepared too, with no `num_processes` scaling: the
       schedule ends `num_processes` times early;
     - the length is read **before** `prepare` and the scheduler is **not**
-      prepared: the schedule ends `num_processes` times late (warm-up too).
+      prepared: the schedule ends `num_processes` times late.
 
     The counts are followed through the assignments of the function
     (`args.max_train_steps = epochs * math.ceil(len(train_dataloader) / accum)`).
@@ -46,27 +46,35 @@ class SchedulerStepsVsPrepare(Rule):
     ## Example
 
     ```python
-    model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)
-    total = len(train_dataloader) * epochs
-    scheduler = get_linear_schedule_with_warmup(optimizer, 100, num_training_steps=total)
-    scheduler = accelerator.prepare(scheduler)
+    from accelerate import Accelerator
+    from transformers import get_linear_schedule_with_warmup
+
+    def train(model, optimizer, train_dataloader, epochs):
+        accelerator = Accelerator()
+        model, optimizer, train_dataloader = accelerator.prepare(model, optimizer, train_dataloader)
+        total = len(train_dataloader) * epochs
+        scheduler = get_linear_schedule_with_warmup(optimizer, 100, num_training_steps=total)
+        scheduler = accelerator.prepare(scheduler)
     ```
 
     ## Use instead
 
     ```python
-    total = len(train_dataloader) * epochs  # before prepare: the whole loader
-    scheduler = get_linear_schedule_with_warmup(optimizer, 100, num_training_steps=total)
-    model, optimizer, train_dataloader, scheduler = accelerator.prepare(
-        model, optimizer, train_dataloader, scheduler
-    )
+        total = len(train_dataloader) * epochs  # before prepare: the whole loader
+        scheduler = get_linear_schedule_with_warmup(optimizer, 100, num_training_steps=total)
+        model, optimizer, train_dataloader, scheduler = accelerator.prepare(
+            model, optimizer, train_dataloader, scheduler
+        )
     ```
+
+    Only code inside functions is read (the order of `prepare` and the
+    length is taken within one function).
     """
 
     code = "DDP033"
     name = "scheduler-steps-vs-prepare"
     severity = Severity.WARNING
-    summary = "A scheduler sized from `len(train_dataloader)` on the wrong side of `accelerator.prepare`: it ends num_processes times early or late."
+    summary = "A schedule sized from `len(train_dataloader)` on the wrong side of `prepare`: it ends too early or too late."
     tokens = tuple(sorted(SCHEDULE_LENGTH_KEYWORDS))
     context_tokens = ("prepare",)
     distributed_only = True
