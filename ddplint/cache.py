@@ -160,10 +160,12 @@ class Cache:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(payload)
             os.replace(temporary, path)
-        except OSError as exc:
+        except BaseException as exc:  # Ctrl-C too: no temporary file left behind
             if temporary is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(temporary)
+            if not isinstance(exc, OSError):
+                raise
             self._unwritable = True
             if self._on_bad_entry is not None:
                 self._on_bad_entry(f"cache: cannot write {path}: {exc.strerror or exc}; no more entries written this run")
@@ -203,6 +205,7 @@ def _encode(result: FileResult) -> dict[str, Any]:
             {
                 "rule": f.rule, "name": f.name, "severity": f.severity.value, "message": f.message,
                 "path": f.path, "span": _span(f.span), "snippet": f.snippet, "suppressed": f.suppressed,
+                "properties": [list(p) for p in f.properties],
                 "related": [[r.path, _span(r.span), r.message] for r in f.related],
                 "fix": None if f.fix is None else [
                     f.fix.title, f.fix.applicability.value, [[_span(e.span), e.content] for e in f.fix.edits]
@@ -220,6 +223,7 @@ def _decode(data: dict[str, Any]) -> FileResult:
         Finding(
             rule=f["rule"], name=f["name"], severity=Severity(f["severity"]), message=f["message"],
             path=f["path"], span=Span(*f["span"]), snippet=f["snippet"], suppressed=f["suppressed"],
+            properties=tuple((k, v) for k, v in f.get("properties", ())),
             related=tuple(Related(p, Span(*s), m) for p, s, m in f["related"]),
             fix=None if f["fix"] is None else Fix(
                 f["fix"][0], tuple(Edit(Span(*s), c) for s, c in f["fix"][2]), Applicability(f["fix"][1])

@@ -26,7 +26,7 @@ from ddplint.model import Notice, NoticeLevel
 from ddplint.paths import git_root
 from ddplint.reading import read_source
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")  # notebooks: their code cells (ddplint.engine.notebook)
 #: Larger ignore files are skipped (real ones are a few kB).
 _MAX_IGNORE_FILE = 10 * 2**20
 

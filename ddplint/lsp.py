@@ -32,6 +32,7 @@ from ddplint.model import Applicability, Finding, Severity, Span
 from ddplint.paths import project_root
 from ddplint.project.facts import FileFacts, ProjectRole
 from ddplint.project.index import ProjectIndex
+from ddplint.reading import buffer_notice
 from ddplint.runner import project_index, single_file_facts, tune_gc
 from ddplint.rule import get_rule
 
@@ -139,6 +140,10 @@ class DdplintServer(LanguageServer):
             shown = str(path.relative_to(resolver.cwd))
         except ValueError:
             shown = str(path)
+        too_costly = buffer_notice(shown, document.source, resolver.settings_for(path))
+        if too_costly is not None:  # the limits on disk, before any parse: a huge buffer must not block the server
+            self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=f"{shown}: {too_costly.message}"))
+            return [], []
         facts = self.project_facts(path, document.source, resolver)
         result = check_source(shown, document.source, resolver.settings_for(path), project=ProjectRole(facts=facts))
         for notice in result.notices:

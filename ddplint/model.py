@@ -123,9 +123,15 @@ class Finding:
         return self.path != NO_PATH
 
     @property
-    def sort_key(self) -> tuple[str, int, int, str]:
-        """Output order: path, line, column, code."""
-        return (self.path, self.span.line, self.span.column, self.rule)
+    def cell(self) -> int | None:
+        """The notebook cell (from 1) that `span` counts its lines in; None in a Python file."""
+        cell = dict(self.properties).get("cell")
+        return cell if isinstance(cell, int) else None
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, int, str]:
+        """Output order: path, notebook cell, line, column, code."""
+        return (self.path, self.cell or 0, self.span.line, self.span.column, self.rule)
 
 
 class NoticeLevel(str, enum.Enum):

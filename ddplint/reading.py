@@ -10,10 +10,14 @@ window between the check and the read), and at most one byte more than
 from __future__ import annotations
 
 import errno
+import io
 import os
+import re
 import stat
+import tokenize
 from pathlib import Path
 
+from ddplint.config.settings import Settings
 from ddplint.model import Notice, NoticeLevel
 from ddplint.sizes import describe_size
 
@@ -82,6 +86,64 @@ def read_source(path: Path, limit: int) -> bytes:
     if len(data) > limit:
         raise FileTooLarge(max(len(data), info.st_size), limit)
     return data
+
+
+def buffer_notice(path: str, text: str, settings: Settings) -> Notice | None:
+    """`shape_notice`, and first max-file-size, for a text no file was read
+    for (an editor's buffer): the same limits as on disk."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > settings.max_file_size:
+        return Notice(path, too_large_note(size, settings.max_file_size), NoticeLevel.WARNING)
+    return shape_notice(path, text, settings)
+
+
+def shape_notice(path: str, text: str, settings: Settings) -> Notice | None:
+    """A warning when `text` is above max-lines or max-tokens (it is then not
+    linted: LibCST's time and memory grow with both), else None; checked
+    before any parse, in time linear in the text and far below a parse's."""
+    lines = _lines_over(text, settings.max_lines)
+    if lines:
+        return Notice(path, f"{lines:,} lines is above max-lines ({settings.max_lines:,}); not linted", NoticeLevel.WARNING)
+    tokens = _tokens_over(text, settings.max_tokens)
+    if tokens:
+        note = f"above max-tokens ({settings.max_tokens:,} tokens); not linted"
+        return Notice(path, note, NoticeLevel.WARNING)
+    return None
+
+
+def _lines_over(text: str, limit: int) -> int:
+    """The number of lines of `text` if above `limit`, else 0 (cheap: two
+    scans in C; a file of old Mac line ends counts its CRs)."""
+    if len(text) <= limit:  # every line holds at least one character
+        return 0
+    lines = max(text.count("\n"), text.count("\r")) + (not text.endswith(("\n", "\r")))
+    return lines if lines > limit else 0
+
+
+#: A word or one other visible character: at least one of these per token
+#: but for the layout tokens (a newline, an indent or dedent: at most three
+#: a line), so this count plus three a line bounds the tokens from above.
+_TOKENISH = re.compile(r"\w+|[^\w\s]")
+
+
+def _tokens_over(text: str, limit: int) -> bool:
+    """Whether `text` holds more than `limit` tokens (as Python's `tokenize`
+    counts them: a string literal is one). Every token but the layout ones
+    takes a character, so short texts are under it unseen; then a count in C
+    that can only overestimate; only a text that passes it is tokenized, and
+    only up to the limit."""
+    if 2 * len(text) + 3 <= limit:
+        return False
+    if _TOKENISH.subn("", text)[1] + 3 * (text.count("\n") + 1) <= limit:
+        return False
+    count = 0
+    try:
+        for count, _ in enumerate(tokenize.generate_tokens(io.StringIO(text).readline), 1):
+            if count > limit:
+                return True
+    except (tokenize.TokenError, SyntaxError):  # not Python: its parse says where (what it read is under the limit)
+        pass
+    return False
 
 
 def unreadable_notice(display: str, exc: OSError) -> Notice:

@@ -6,13 +6,18 @@ below it is pure. Every file is independent of the others.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import dataclasses
 import functools
 import gc
 import hashlib
 import multiprocessing
 import os
+import signal
 import sys
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -385,15 +390,84 @@ def _run(tasks: list[_Task], jobs: int) -> list[tuple[FileResult, bool]]:
     order = sorted(range(len(tasks)), key=lambda i: -tasks[i].size)  # large files first
     context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
     workers = min(jobs, len(tasks))  # with the parent's collector thresholds (spawned workers do not inherit them)
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=gc.set_threshold, initargs=gc.get_threshold()) as pool:
-        futures = {pool.submit(_lint_task, tasks[i]): i for i in order}
+    before = set(multiprocessing.active_children())
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(os.getpid(), gc.get_threshold()))
+    try:
+        with _sigint_blocked():  # the workers start (fork) without it: Ctrl-C is the parent's to handle
+            futures = {pool.submit(_lint_task, tasks[i]): i for i in order}
         for future in as_completed(futures):
             index = futures[future]
             try:
                 results[index] = future.result()
             except Exception as exc:  # noqa: BLE001 - a dead worker must not end the run
                 results[index] = (FileResult(notices=(Notice.internal_error(tasks[index].display, exc),)), False)
+    except BaseException:  # Ctrl-C (or a bug): stop now, not after the queued files
+        pool.shutdown(wait=False, cancel_futures=True)
+        _kill(set(multiprocessing.active_children()) - before)
+        raise
+    pool.shutdown()
     return [r for r in results if r is not None]
+
+
+def _kill(processes: set[multiprocessing.process.BaseProcess]) -> None:
+    """End the pool's workers at once (their results are not wanted)."""
+    for process in processes:
+        with contextlib.suppress(OSError, ValueError):
+            process.kill()
+    for process in processes:
+        process.join(timeout=5)
+
+
+@contextlib.contextmanager
+def _sigint_blocked():  # type: ignore[no-untyped-def]
+    """SIGINT held back in this thread (a Ctrl-C meanwhile is delivered at
+    the end); processes forked meanwhile start with it blocked."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _worker_init(parent: int, threshold: tuple[int, ...]) -> None:
+    """Set up a pool worker: the parent's collector thresholds; Ctrl-C
+    ignored (the parent ends the workers: no traceback from each); and death
+    with the parent, however it ends (`timeout`, a CI runner or an editor
+    may kill it alone: an orphan would keep linting and hold its caller's
+    stdout open)."""
+    gc.set_threshold(*threshold)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    if not _death_signal():
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the worker could ask to die with it
+        os._exit(1)
+
+
+def _death_signal() -> bool:
+    """Ask the kernel to kill this process when its parent dies (Linux);
+    whether it could."""
+    if sys.platform != "linux":
+        return False
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        return prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):  # pragma: no cover - no libc prctl
+        return False
+
+
+def _watch_parent(parent: int) -> None:  # pragma: no cover - where prctl is missing
+    """Elsewhere: end this worker once its parent is gone (it is adopted)."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
 
 
 def _lint_task(task: _Task) -> tuple[FileResult, bool]:
@@ -422,7 +496,7 @@ def lint_stdin(
     """Lint `data` as if it were the file `filename` (excludes apply by name),
     with the facts `index` (the project at `root` on disk) has about its
     imports; with `fix`, the fixed text joins `report.fixed`."""
-    path = Path(filename)
+    path = Path(os.path.normpath(resolver.cwd / filename))  # `../other/x.py`: configs from there up, not from here
     report = Report()
     if not resolver.excludes_file(path):
         try:

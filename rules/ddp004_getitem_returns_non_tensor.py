@@ -2,215 +2,152 @@
 
 from __future__ import annotations
 
-import enum
-
 from ddplint.analysis.data import enclosing_class
-from ddplint.analysis.names import last_name
-from ddplint.analysis.tree import descendants
+from ddplint.analysis.samples import Shape, harmful_returns
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
 
-NUMPY_CONSTRUCTORS = frozenset(
-    f"numpy.{name}"
-    for name in (
-        "array", "asarray", "ascontiguousarray", "zeros", "ones", "empty", "full", "zeros_like", "ones_like",
-        "empty_like", "full_like", "stack", "concatenate", "vstack", "hstack", "dstack", "load", "fromfile",
-        "frombuffer", "arange", "linspace", "pad", "transpose", "expand_dims", "squeeze", "clip", "flip",
-    )
-) | {"cv2.imread", "cv2.resize", "cv2.cvtColor", "imageio.imread", "imageio.v3.imread"}  # fmt: skip
-#: NumPy scalar types: `np.int64(label)` is not a tensor either.
-NUMPY_SCALARS = frozenset(
-    {"int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64", "bool_", "longlong"}
-)
-#: Array methods that return arrays.
-ARRAY_METHODS = frozenset({"astype", "transpose", "reshape", "copy", "squeeze", "flatten", "ravel", "clip", "swapaxes"})
-TORCH_PREFIXES = ("torch.", "torchvision.transforms.functional.to_tensor", "torchvision.io.")
-NUMBERS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.len", "builtins.round"})
-STRINGS = frozenset({"builtins.str", "builtins.bytes", "builtins.repr"})
-STRING_METHODS = frozenset({"decode", "read", "read_text", "read_bytes", "strip", "format", "encode", "lower", "upper"})
-
-
-class Kind(enum.Enum):
-    """What a returned value plainly is."""
-
-    TENSOR = "tensor"
-    NUMPY = "numpy"
-    STRING = "string"
-    NUMBER = "number"
-    UNKNOWN = "unknown"
+#: What the default collate does with each shape, and the fix.
+CONSEQUENCES = {
+    Shape.PIL: (
+        "`default_collate` raises `TypeError` on the first batch (it takes tensors, arrays, numbers, strings and containers)",
+        "end the transform chain with `ToTensor()`/`PILToTensor()`",
+    ),
+    Shape.NONE: (
+        "`default_collate` raises `TypeError` on the first batch that holds one",
+        "skip the bad sample in the dataset, or drop `None`s in a `collate_fn` before calling `default_collate`",
+    ),
+    Shape.RAGGED: (
+        "`torch.stack` in `default_collate` raises `RuntimeError` on the first batch with two lengths",
+        "pad/truncate to a fixed length, or pass a padding `collate_fn` (`pad_sequence`)",
+    ),
+    Shape.FLAT: (
+        "`default_collate` silently transposes it into a list of `[batch]` tensors, one per position",
+        "return `torch.tensor([...])`",
+    ),
+    Shape.OBJECT: (
+        "`default_collate` raises `TypeError` on the first batch (torch has no object dtype)",
+        "convert to a numeric dtype or a tensor, or collate it yourself in a `collate_fn`",
+    ),
+}
 
 
 class GetitemReturnsNonTensor(Rule):
     """
     ## What it does
 
-    Flags a `return` in `__getitem__` of a map-style `torch.utils.data.
-    Dataset` that returns something plainly not a tensor: a NumPy array
-    (`np.array`, `np.asarray`, `np.load`, `cv2.imread`, `x.numpy()`, ...), a
-    `str`/`bytes` payload (a literal or f-string, `str(...)`, `.decode()`,
-    `f.read()`), or a tuple/list/dict holding one (`return img_np, label`,
-    `return {"image": image.astype(np.float32), "label": self.labels[i]}`).
-    A NumPy leaf is enough: `.astype`/`.transpose`/`.reshape`, arithmetic
-    on an array and NumPy scalars (`np.int64(label)`) stay NumPy, and
-    unknown values beside it do not hide it. Local assignments in
-    `__getitem__` are followed. Not flagged: tensors and structures holding
-    a tensor (`return image_tensor, label, path`), numbers alone, and
-    anything unknown alone (`self.transform(img)`, `self.samples[idx]`).
+    Flags a `return` in `__getitem__` of a map-style Dataset whose sample
+    the default collate function cannot batch, where a DataLoader of the
+    module batches that dataset with it (no `collate_fn`, or
+    `collate_fn=None`/`default_collate`, and a `batch_size` that is not
+    `None`). The shapes:
 
-    **Preview** (`--preview`): on the training repositories of the ecosystem
-    check no finding was one a maintainer would fix, because the default
-    `collate_fn` converts NumPy arrays to tensors inside the worker; the cost
-    is real only with a custom `collate_fn` that keeps them, or
-    `batch_size=None`.
+    - a PIL image: `Image.open(...)`, `.convert(...)`, `.resize(...)`, also
+      after PIL-only torchvision transforms (flips, crops, `Resize`,
+      `ColorJitter`, ... alone or in a `Compose` without `ToTensor`/
+      `PILToTensor`) and `transforms.functional` calls;
+    - `None` (a bad-sample path), written in the return or returned by a
+      helper the return calls;
+    - a tensor or list whose length is the sample's own: the words of a
+      whitespace `split()`, tokenizer output with no `padding="max_length"`
+      (`padding=True` pads one text to itself);
+    - a flat Python list of numbers (`[x, y, w, h]`, `[float(v) for v in row]`);
+    - a NumPy array of `dtype=object`.
+
+    Values are followed through local assignments in source order, module
+    names, `self.` attributes and the helpers and methods the return calls;
+    the dataset is followed into the DataLoader through names, parameters,
+    attributes, helper returns, `Subset` and module subclasses that inherit
+    `__getitem__`. NumPy arrays, numbers, strings and dicts of them are not
+    flagged (the default collate converts them), nor anything unknown (a
+    transform passed in as a parameter), nor a dataset no DataLoader of the
+    module loads: a dataset batched in another module, by a `collate_fn`
+    there, is not reported (on the training repositories of the ecosystem
+    check, datasets without a visible DataLoader were storage readers that
+    never reach one).
 
     ## Why is this bad?
 
-    A DataLoader worker sends each batch to the main process through a
-    result queue. Tensors in the batch travel through shared memory, and
-    the default collate function turns NumPy arrays into tensors first; but
-    anything that stays a Python object (all of the sample with a custom
-    `collate_fn` that does not convert, strings and bytes always) is pickled
-    and copied through the pipe, once per sample, which costs CPU time and
-    memory in every worker and in the main process. Returning tensors
-    (`torch.from_numpy(array)`, `torch.as_tensor(...)`) lets the DataLoader's
-    shared-memory transfer do the work, and keeps the training loop from
-    converting on the main process.
+    `default_collate` batches tensors, NumPy arrays, numbers, strings and
+    dicts/sequences of them. A PIL image, `None` or an object array makes it
+    raise `TypeError` on the first batch that holds one; sequences of two
+    lengths make `torch.stack` raise `RuntimeError`. That happens after the
+    job has been queued, started on every rank and loaded its data, and a
+    `None` path may only fail hours in, on the first bad record. A flat list
+    of numbers fails nothing: the collate transposes it into one `[batch]`
+    tensor per position instead of one `[batch, n]` tensor.
 
     ## Example
 
     ```python
-    class Images(Dataset):
-        def __getitem__(self, index):
-            image = np.asarray(Image.open(self.paths[index]).convert("RGB"))
-            return image, self.labels[index]
+    class Leaves(Dataset):
+        def __init__(self, files):
+            self.files = files
+            self.flip = torchvision.transforms.RandomHorizontalFlip()
+
+        def __getitem__(self, i):
+            leaf = Image.open(self.files[i])
+            return self.flip(leaf)  # a PIL image
+
+
+    loader = DataLoader(Leaves(files), batch_size=16)
     ```
 
     ## Use instead
 
     ```python
-    class Images(Dataset):
-        def __getitem__(self, index):
-            image = np.asarray(Image.open(self.paths[index]).convert("RGB"))
-            return torch.from_numpy(image).permute(2, 0, 1), self.labels[index]
+    class Leaves(Dataset):
+        def __init__(self, files):
+            self.files = files
+            self.flip = torchvision.transforms.RandomHorizontalFlip()
+
+        def __getitem__(self, i):
+            leaf = Image.open(self.files[i]).convert("RGB")
+            return torchvision.transforms.ToTensor()(self.flip(leaf))
     ```
+
+    Pad sequences in a `collate_fn` (`pad_sequence`) or to a fixed length
+    in the tokenizer (`padding="max_length", truncation=True`); drop `None`
+    samples in a `collate_fn` before calling `default_collate`; return
+    `torch.tensor([...])` for a vector.
 
     ## Fix safety
 
-    No automatic fix: converting a returned value (`torch.from_numpy`,
-    `torch.tensor`) needs its dtype and whether it shares memory, which only
-    the author knows.
+    No automatic fix: the right conversion (`ToTensor` and its scaling, the
+    padding value, what to do with a bad sample) is the author's choice.
 
     ## References
 
-    - [torch.utils.data: memory pinning and multi-process loading](https://pytorch.org/docs/stable/data.html#multi-process-data-loading)
+    - [torch.utils.data: automatic batching and `collate_fn`](https://pytorch.org/docs/stable/data.html#dataloader-collate-fn)
+    - [`torch.utils.data.default_collate`](https://pytorch.org/docs/stable/data.html#torch.utils.data.default_collate)
     """
 
     code = "DDP004"
     name = "getitem-returns-non-tensor"
-    severity = Severity.WARNING
-    summary = "Dataset __getitem__ returns NumPy arrays or Python payloads instead of tensors."
+    severity = Severity.ERROR
+    summary = "Dataset __getitem__ returns a sample the default collate cannot batch (PIL image, None, ragged, flat list)."
     tokens = ("__getitem__",)
     requires = frozenset({"data"})
-    preview = True
-    tags = ("performance", "data-loading")
+    tags = ("correctness", "data-loading")
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.found: list[tuple[cst.ClassDef, cst.Return, str]] = []
+        self.found: list[tuple[cst.ClassDef, cst.Return, Shape]] = []
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if node.name.value != "__getitem__":
-            return
         classdef = enclosing_class(self.ctx)
-        if classdef is None:
-            return
-        for statement in descendants(node.body, into_functions=False):
-            if isinstance(statement, cst.Return) and statement.value is not None:
-                returned = self._returned(statement.value)
-                if returned is not None:
-                    self.found.append((classdef, statement, returned))
+        if node.name.value == "__getitem__" and classdef is not None:
+            self.found += [(classdef, ret, shape) for ret, shape in harmful_returns(node, self.ctx)]
 
     def finish(self) -> None:
-        for classdef, statement, returned in self.found:
-            if self.ctx.data.kind(classdef) == "map":
-                self._report(classdef, statement, returned)
-
-    def _report(self, classdef: cst.ClassDef, statement: cst.Return, returned: str) -> None:
-        self.report(
-            statement,
-            f"`{classdef.name.value}.__getitem__` returns {returned} instead of tensors: whatever the "
-            "collate function leaves as Python objects (all of it with a custom `collate_fn` or "
-            "`batch_size=None`, strings always) is pickled through the worker result queues instead of "
-            "moving as shared-memory tensors; return `torch.from_numpy(...)`/`torch.as_tensor(...)` values",
-            statement=statement,
-        )
-
-    def _returned(self, value: cst.BaseExpression) -> str | None:
-        """A description of a plainly non-tensor return value, else None."""
-        leaves = self._leaves(value, 0)
-        kinds = set(leaves)
-        if Kind.TENSOR in kinds:
-            return None
-        if Kind.NUMPY in kinds:
-            return "a NumPy array" if leaves.count(Kind.NUMPY) == 1 else "NumPy arrays"
-        if Kind.UNKNOWN in kinds:
-            return None
-        if Kind.STRING in kinds:
-            return "a str/bytes payload" if len(leaves) == 1 else "str/bytes payloads"
-        return None
-
-    def _leaves(self, value: cst.BaseExpression, depth: int) -> list[Kind]:
-        if isinstance(value, (cst.Tuple, cst.List)):
-            return [k for e in value.elements for k in self._leaves(e.value, depth)]
-        if isinstance(value, cst.Dict):
-            return [
-                k for e in value.elements
-                for k in (self._leaves(e.value, depth) if isinstance(e, cst.DictElement) else [Kind.UNKNOWN])
-            ]  # fmt: skip
-        return [self._kind(value, depth)]
-
-    def _kind(self, value: cst.BaseExpression, depth: int) -> Kind:
-        if depth > 6:
-            return Kind.UNKNOWN
-        if isinstance(value, (cst.Integer, cst.Float)):
-            return Kind.NUMBER
-        if isinstance(value, cst.Name) and value.value in ("True", "False", "None"):
-            return Kind.NUMBER
-        if isinstance(value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
-            return Kind.STRING
-        if isinstance(value, cst.Name):
-            kinds = {self._kind(v, depth + 1) if isinstance(v, cst.BaseExpression) else Kind.UNKNOWN
-                     for v in self.ctx.values_of(value)}  # fmt: skip
-            return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
-        if isinstance(value, cst.Call):
-            return self._call_kind(value, depth)
-        if isinstance(value, cst.BinaryOperation):
-            sides = {self._kind(value.left, depth + 1), self._kind(value.right, depth + 1)}
-            return Kind.NUMPY if Kind.NUMPY in sides and Kind.TENSOR not in sides else Kind.UNKNOWN
-        if isinstance(value, cst.Subscript):
-            return Kind.NUMPY if self._kind(value.value, depth + 1) is Kind.NUMPY else Kind.UNKNOWN
-        return Kind.UNKNOWN
-
-    def _call_kind(self, call: cst.Call, depth: int) -> Kind:
-        names = self.ctx.qualified_names(call.func)
-        if names & NUMPY_CONSTRUCTORS:
-            return Kind.NUMPY
-        if any(n and n.startswith(TORCH_PREFIXES) for n in names):
-            return Kind.TENSOR
-        if names & NUMBERS:
-            return Kind.NUMBER
-        if names & STRINGS:
-            return Kind.STRING
-        if any(n and n.startswith("numpy.") and n[6:] in NUMPY_SCALARS for n in names):
-            return Kind.NUMPY
-        method = last_name(call.func) if isinstance(call.func, cst.Attribute) else None
-        if method == "numpy":
-            return Kind.NUMPY
-        if method in ARRAY_METHODS and self._kind(call.func.value, depth + 1) is Kind.NUMPY:  # type: ignore[union-attr]
-            return Kind.NUMPY
-        if method in STRING_METHODS:
-            receiver = self._kind(call.func.value, depth + 1)
-            if method in ("decode", "read", "read_text", "read_bytes") or receiver is Kind.STRING:
-                return Kind.STRING
-        return Kind.UNKNOWN
+        for classdef, statement, shape in self.found:
+            if self.ctx.data.kind(classdef) != "map" or not self.ctx.data.default_collated(classdef):
+                continue
+            happens, fix = CONSEQUENCES[shape]
+            self.report(
+                statement,
+                f"`{classdef.name.value}.__getitem__` returns {shape.value} and a DataLoader batches it with the "
+                f"default collate: {happens}; {fix}",
+                statement=statement,
+            )

@@ -78,7 +78,7 @@ class RankUnawareSeed(Rule):
     rate configured, nothing drawn in its `forward`), or a Dataset whose samples are drawn at random, defined in the
     module or in another linted module (SwAV's `MultiCropDataset`, an
     `ImageFolder` subclass with random crops in `src/`). A module that
-    seeds nothing at all is DDP024's (off by default).
+    seeds nothing at all is DDP034's (off by default).
 
     Only seeds that are certainly the same everywhere are flagged: literals,
     seed settings (`seed`, `args.seed`, `config["seed"]`), loop counters, and

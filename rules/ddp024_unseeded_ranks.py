@@ -2,51 +2,51 @@
 
 from __future__ import annotations
 
-import re
-
-from ddplint.analysis.rank import Site
-from ddplint.analysis.seeding import seed_call
+from ddplint.analysis.guards import Runs, Site
+from ddplint.analysis.splits import GENERATOR_NAMES, SeedLog, Seeded, shared_in, split_draw
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
-
-INIT_PROCESS_GROUP = frozenset(
-    {"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"}
-)
-_TRAINING = re.compile(r"\.backward\(|\boptimi[sz]er\.step\(|\.step\(\)")
 
 
 class UnseededRanks(Rule):
     """
     ## What it does
 
-    Notes a training script that joins the process group and seeds nothing:
-    no `torch.manual_seed`, `np.random.seed`, `random.seed`, framework
-    `set_seed`/`seed_everything`, or seeding helper of its own
-    (`init_seeds(seed + RANK)`, `utils.fix_random_seeds(...)`). One note
-    per module, at the first `init_process_group(...)` that every rank runs.
+    Flags a train/validation split drawn from a global random generator on
+    every rank when the ranks do not share a seed for it: `random_split`
+    without `generator=`, scikit-learn's `train_test_split` (and a
+    `datasets.Dataset.train_test_split`) without a seed, or an index
+    permutation (`np.random.permutation`, `torch.randperm`,
+    `random.shuffle`, `np.random.shuffle`) that the function then cuts into
+    parts (`perm[:n]` and `perm[n:]`, `np.split(perm, ...)`). Every rank
+    runs it -- a plain script, Lightning's `setup()`, a datamodule, a helper
+    the training path calls -- and before it that generator is seeded with
+    the rank in the seed (`seed + rank`, accelerate's
+    `set_seed(seed, device_specific=True)`), or not at all.
 
-    Off by default (select it with `--select DDP024` or
-    `extend-select = ["DDP024"]`): on the ecosystem check most such scripts
-    were benchmarks, demos and speed runs where leaving the seed out is
-    deliberate. Modules that take no optimisation step, and tools that join
-    a process group for one process, are never noted.
+    Not flagged: a seeded `generator=` / `random_state=` / `seed=`, a split
+    made on one rank (and then broadcast or written), a function that
+    broadcasts objects from one rank, a common seed (the same on every
+    rank) before the split, a split in the training loop (a per-step draw
+    is not a split), one-process code and the launcher's parent. Where the
+    module seeds nothing but is a library of helpers (no `__main__` block,
+    or other modules call the function), the program that may seed is
+    elsewhere and nothing is said.
 
     ## Why is this bad?
 
-    Nothing is wrong between the ranks: unseeded, PyTorch, NumPy and
-    `random` start from fresh entropy in every process, so each rank draws
-    its own stream. But no run can be repeated, and a divergence or a crash
-    that shows up once cannot be reproduced.
+    Each rank draws its own split, so the samples one rank validates on are
+    samples another rank trains on. Nothing fails: the validation scores
+    are inflated, by more the more ranks there are, and a model picked by
+    them is picked on training data.
 
     ## Example
 
     ```python
     dist.init_process_group("nccl")
-    model = DDP(build_model().cuda(local_rank), device_ids=[local_rank])
-    for batch in loader:
-        model(batch).loss.backward()
-        optimizer.step()
+    torch.manual_seed(args.seed + dist.get_rank())
+    train_set, val_set = torch.utils.data.random_split(dataset, [0.9, 0.1])
     ```
 
     ## Use instead
@@ -54,51 +54,57 @@ class UnseededRanks(Rule):
     ```python
     dist.init_process_group("nccl")
     torch.manual_seed(args.seed + dist.get_rank())
-    model = DDP(build_model().cuda(local_rank), device_ids=[local_rank])
-    for batch in loader:
-        model(batch).loss.backward()
-        optimizer.step()
+    split = torch.Generator().manual_seed(args.seed)
+    train_set, val_set = torch.utils.data.random_split(dataset, [0.9, 0.1], generator=split)
     ```
+
+    Or split once on rank 0 and broadcast the indices
+    (`dist.broadcast_object_list`) or write them to disk.
 
     ## References
 
-    - [PyTorch: Reproducibility](https://pytorch.org/docs/stable/notes/randomness.html)
+    - [torch.utils.data.random_split](https://pytorch.org/docs/stable/data.html#torch.utils.data.random_split)
+    - [sklearn.model_selection.train_test_split](https://scikit-learn.org/stable/modules/generated/sklearn.model_selection.train_test_split.html)
     """
 
     code = "DDP024"
     name = "unseeded-ranks"
-    severity = Severity.NOTE
-    summary = "A training script that joins the process group and seeds nothing (off by default)."
+    severity = Severity.WARNING
+    summary = "A train/validation split drawn on every rank without a common seed: each rank validates on another's training data."
     requires = frozenset({"rank"})
     distributed_only = True
-    default_enabled = False
-    tokens = ("init_process_group",)
-    tags = ("reproducibility",)
+    tokens = ("random_split", "train_test_split", "permutation", "randperm", "shuffle")
+    tags = ("correctness", "reproducibility")
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.inits: list[Site] = []
-        self.seeded = False
+        self.seeds = SeedLog(ctx, ctx.rank)
 
     def visit_Call(self, node: cst.Call) -> None:
-        ctx = self.ctx
-        if ctx.qualified_names(node.func) & INIT_PROCESS_GROUP:
-            self.inits.append(ctx.rank.site(node))
-        elif seed_call(node, ctx) or "seed" in (ctx.module.code_for_node(node.func).lower()):
-            self.seeded = True
+        self.seeds.note(node)
 
-    def finish(self) -> None:
-        if self.seeded or _TRAINING.search(self.ctx.source) is None:
-            return  # seeded, or a tool or benchmark that trains nothing
-        execution = self.ctx.rank.execution
-        for init in self.inits:
-            if execution.from_elsewhere(init.function):
-                continue  # a helper other modules call: the program that may seed is theirs
-            if self.ctx.rank.runs_on_every_rank(init):
-                self.report(
-                    init.node,
-                    "the process group is initialised but nothing is seeded: runs cannot be reproduced; "
-                    "seed each rank with `torch.manual_seed(seed + rank)`",
-                    statement=init.statement,
-                )
-                return
+    def trigger_Call(self, node: cst.Call) -> bool:
+        return split_draw(node, self.ctx) is not None
+
+    def check_Call(self, node: cst.Call, site: Site) -> None:
+        rank = self.ctx.rank
+        draw = split_draw(node, self.ctx)
+        if draw is None or rank.runs(site) is not Runs.ALL or rank.execution.repeated(site):
+            return
+        if shared_in(site.function, self.ctx):
+            return  # the split is handed from one rank to all
+        seeded, seed = self.seeds.before(site, draw.generator)
+        if seeded is Seeded.PER_RANK:
+            where = lambda span: f"after a seed offset by the rank (line {span(seed.node).line})"  # noqa: E731
+        elif seeded is Seeded.NOTHING:
+            where = lambda span: f"with nothing seeding {GENERATOR_NAMES[draw.generator]} before it"  # noqa: E731
+        else:
+            return
+        self.report(
+            node,
+            lambda span: (
+                f"{draw.shown} runs on every rank {where(span)}: each rank draws its own split, so the validation "
+                "samples of one rank are training samples of another and validation scores come out inflated; "
+                f"{draw.fix}, or split once on rank 0 and broadcast the indices or write them to disk"
+            ),
+        )

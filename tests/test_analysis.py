@@ -9,16 +9,17 @@ import libcst as cst
 import pytest
 
 from ddplint.analysis.rank_zero import replaces_print, sets_print
+from ddplint.analysis.samples import harmful_returns
 from ddplint.config import Settings
 from ddplint.engine.context import FileContext
 from ddplint.engine.walker import Walker
 
 
-def walk(source: str, probe_cls=None):
+def walk(source: str, probe_cls=None, requires=()):
     source = textwrap.dedent(source)
     module = cst.parse_module(source)
     stack: list = []
-    ctx = FileContext("t.py", source, module, Settings(rules=frozenset()), stack)
+    ctx = FileContext("t.py", source, module, Settings(rules=frozenset()), stack, requires=requires)
     probes = [probe_cls(ctx)] if probe_cls else []
 
     def fail(rule, exc):
@@ -401,3 +402,122 @@ class _PrintReplacements:
 def test_print_replacements(statement: str, replaces: bool) -> None:
     _, (probe,) = walk(f"import builtins\ndef silence(quiet):\n    {statement}\n", _PrintReplacements)
     assert any(probe.found) is replaces
+
+
+_SAMPLE_PRELUDE = """
+import numpy as np
+import torch
+from PIL import Image
+from torchvision import transforms as T
+from torch.utils.data import DataLoader, Dataset, Subset
+
+class D(Dataset):
+    def __init__(self, files, tokenizer, transform=None):
+        self.files, self.tokenizer, self.transform = files, tokenizer, transform
+        self.flip = T.RandomHorizontalFlip()
+        self.chain = T.Compose([T.Resize(64), T.ToTensor()])
+    def __len__(self):
+        return len(self.files)
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("return Image.open(self.files[i])", ["PIL"]),
+        ("img = Image.open(self.files[i])\n        return self.flip(img), i", ["PIL"]),
+        ("img = Image.open(self.files[i])\n        img = self.flip(img)\n        return img", ["PIL"]),
+        ("return self.chain(Image.open(self.files[i]))", []),  # ToTensor in the chain
+        ("return self.transform(Image.open(self.files[i]))", []),  # a transform passed in: unknown
+        # a branch keeps the earlier value possible: a PIL image or the transform's unknown result
+        ("img = Image.open(self.files[i])\n        if self.transform:\n            img = self.transform(img)\n"
+         "        return img", []),
+        ("if not self.files[i]:\n            return None\n        return torch.zeros(2)", ["NONE"]),
+        ("x = self.load(i)\n        if x is None:\n            return self[i + 1]\n        return x", []),
+        ("return self.load(i)", ["NONE"]),
+        ("return torch.tensor([len(w) for w in self.files[i].split()])", ["RAGGED"]),
+        ("return self.tokenizer(self.files[i])['input_ids']", ["RAGGED"]),
+        ("return self.tokenizer(self.files[i], padding='max_length', truncation=True, max_length=8)", []),
+        ("ids = self.tokenizer.encode(self.files[i])\n        ids += [0] * (8 - len(ids))\n        return torch.tensor(ids)", []),
+        ("return [float(i), 2.0]", ["FLAT"]),
+        ("return float(i), 2.0", []),
+        ("return np.array(self.files[i], dtype=object)", ["OBJECT"]),
+        ("return np.asarray(Image.open(self.files[i])), i", []),
+    ],
+)
+def test_sample_shapes(body: str, expected) -> None:
+    helper = "    def load(self, i):\n        if i:\n            return None\n        return torch.zeros(1)\n"
+    source = _SAMPLE_PRELUDE + helper + f"    def __getitem__(self, i):\n        {body}\n"
+    ctx, _ = walk(source)
+    classdef = next(s for s in ctx.module.body if isinstance(s, cst.ClassDef))
+    getitem = next(s for s in classdef.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__getitem__")
+    assert [shape.name for _, shape in harmful_returns(getitem, ctx)] == expected
+
+
+@pytest.mark.parametrize(
+    ("loaders", "expected"),
+    [
+        ("DataLoader(D(f, t), batch_size=4)", True),
+        ("DataLoader(D(f, t), batch_size=4, collate_fn=pad)", False),
+        ("DataLoader(D(f, t), batch_size=None)", False),
+        ("DataLoader(D(f, t), collate_fn=pad)\nDataLoader(D(f, t))", True),  # one of them is enough
+        ("DataLoader(Subset(D(f, t), idx), batch_size=2)", True),
+        ("def make(ds):\n    return DataLoader(ds, batch_size=2)\nmake(D(f, t))", True),  # through a parameter
+        ("DataLoader(E(f, t), batch_size=2)", True),  # a subclass inheriting __getitem__
+        ("DataLoader(F(f, t), batch_size=2)", None),  # a subclass with its own __getitem__
+        ("DataLoader(D(f, t), **options)", False),  # perhaps a collate_fn
+        ("", None),
+    ],
+)
+def test_default_collated(loaders: str, expected) -> None:
+    source = (
+        _SAMPLE_PRELUDE + "    def __getitem__(self, i):\n        return i\n"
+        "class E(D):\n    pass\nclass F(D):\n    def __getitem__(self, i):\n        return 0\n" + loaders + "\n"
+    )
+    ctx, _ = walk(source, requires=("data",))
+    classdef = next(s for s in ctx.module.body if isinstance(s, cst.ClassDef))
+    assert ctx.data.default_collated(classdef) is expected
+
+
+class _SplitProbe:
+    """Records, for each `probe(...)` statement's call, which generator the split it draws comes from."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx, self.seen = ctx, []
+
+    def visit_Call(self, node) -> None:
+        from ddplint.analysis.splits import split_draw
+
+        if self.ctx.qualified_name(node.func) != "probe":
+            draw = split_draw(node, self.ctx)
+            if draw is not None:
+                self.seen.append(draw.generator)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("a, b = random_split(ds, [0.9, 0.1])", ["torch"]),
+        ("a, b = random_split(ds, [0.9, 0.1], generator=g)", []),
+        ("a, b = random_split(ds, [0.9, 0.1], g)", []),
+        ("a, b = train_test_split(ids, test_size=0.1)", ["numpy"]),
+        ("a, b = train_test_split(ids, test_size=0.1, random_state=0)", []),
+        ("a, b = train_test_split(ids, test_size=0.1, shuffle=False)", []),
+        ("parts = hf.train_test_split(test_size=0.1)", ["numpy"]),
+        ("parts = hf.train_test_split(test_size=0.1, seed=3)", []),
+        ("p = np.random.permutation(n)\na, b = p[:9], p[9:]", ["numpy"]),
+        ("p = torch.randperm(n).tolist()\na, b = np.split(np.array(p), [9])", ["torch"]),
+        ("random.shuffle(ids)\na, b = ids[:9], ids[9:]", ["random"]),
+        ("p = np.random.permutation(n)\nrows = [ds[i] for i in p]", []),  # used whole: no split
+        ("p = torch.randperm(n)\nmine = p[rank::world]", []),  # one slice: a shard
+        ("a, b = ids[:9], ids[9:]\nrandom.shuffle(ids)", []),  # cut before the shuffle
+        ("p = np.random.default_rng(0).permutation(n)\na, b = p[:9], p[9:]", []),  # its own generator
+    ],
+)
+def test_split_draws(body: str, expected: list) -> None:
+    header = (
+        "import random\nimport numpy as np\nimport torch\nfrom torch.utils.data import random_split\n"
+        "from sklearn.model_selection import train_test_split\n"
+    )
+    _, (probe,) = walk(header + "def f(ds, ids, n, g, hf, rank, world):\n" + textwrap.indent(body, "    "), _SplitProbe)
+    assert probe.seen == expected

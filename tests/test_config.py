@@ -15,7 +15,7 @@ from ddplint.rule import all_rules
 
 ALL = frozenset(r.code for r in all_rules())
 DDP01 = frozenset(c for c in ALL if c.startswith("DDP01"))
-#: Off unless a selector names them (DDP024 unseeded-ranks).
+#: Off unless a selector names them (DDP034 unseeded-script).
 OPT_IN = frozenset(r.code for r in all_rules() if not r.default_enabled)
 #: Off unless preview is on or their exact code is selected.
 PREVIEW = frozenset(r.code for r in all_rules() if r.preview)
@@ -31,12 +31,12 @@ DEFAULT = ALL - OPT_IN - PREVIEW
         ([Selection(ignore=("DDP01",))], DEFAULT - DDP01),
         ([Selection(ignore=("DDP01",), extend_select=("DDP012",))], DEFAULT - DDP01 | {"DDP012"}),  # most specific wins
         ([Selection(select=("DDP014",), ignore=("DDP014",))], set()),  # a tie goes to ignore
-        ([Selection(select=("ALL",), ignore=("DDP0",))], set()),
+        ([Selection(select=("ALL",), ignore=("DDP0",))], ALL - PREVIEW - frozenset(c for c in ALL if c.startswith("DDP0"))),
         ([Selection(ignore=("DDP012",)), Selection(select=("DDP012",))], {"DDP012"}),  # CLI select starts afresh
         ([Selection(select=("DDP014",)), Selection(extend_select=("DDP012",))], {"DDP012", "DDP014"}),
         ([Selection(), Selection(ignore=("DDP000",))], DEFAULT - {"DDP000"}),
-        ([Selection(extend_select=("DDP024",))], DEFAULT | {"DDP024"}),  # an opt-in rule named
-        ([Selection(extend_select=("DDP02",))], DEFAULT | {"DDP024"}),  # or matched by a prefix
+        ([Selection(extend_select=("DDP034",))], DEFAULT | {"DDP034"}),  # an opt-in rule named
+        ([Selection(extend_select=("DDP03",))], DEFAULT | {c for c in OPT_IN if c.startswith("DDP03")}),  # or by a prefix
         ([Selection(select=("ALL",))], ALL - PREVIEW),
     ],
 )

@@ -3,12 +3,13 @@ fail if it were broken; and one rule's bug never hides the others."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, assert_valid_sarif, write
+from conftest import REPO, assert_valid_sarif, git_repository, run_script, write
 from ddplint.model import Severity
 from ddplint.rule import _REGISTRY, Rule
 
@@ -133,3 +134,57 @@ def test_language_server_never_runs_workspace_code(tmp_path) -> None:
     findings, _ = server.findings(uri)
     assert [f.rule for f in findings] == ["DDP014"]
     assert not (tmp_path / "SENTINEL").exists()
+
+
+def test_stdin_reads_only_the_configs_of_its_own_file(tmp_path) -> None:
+    """An editor lints a buffer from whatever directory it runs in: a broken
+    config there, or in another sub-project, is not the buffer's."""
+    project = tmp_path / "proj"
+    shutil.copytree(REPO / "fixtures" / "projects" / "detr_style", project)
+    git_repository(project)  # another repository than the working directory's
+    write(tmp_path, {"elsewhere/pyproject.toml": "[tool.ddplint\nselect =\n"})
+    main = (project / "main.py").read_bytes()
+    args = ("-", "--stdin-filename", "../proj/main.py", "--format", "json", "--no-cache")
+    run = run_script(*args, cwd=tmp_path / "elsewhere", stdin=main)
+    assert run.status == 1 and run.stderr == ""
+    found = sorted((f["path"], f["line"], f["rule"], tuple(r["path"] for r in f["related"])) for f in run.json())
+    assert found == [
+        ("../proj/main.py", 19, "DDP001", ("../proj/main.py", "../proj/util/misc.py")),  # the project's facts, as from there
+        ("../proj/main.py", 24, "DDP006", ()),
+    ]
+
+    write(project, {"pyproject.toml": '[tool.ddplint]\nfail-on = "error"\n', "vendored/pyproject.toml": "[tool.ddplint]\nselect = 3\n"})
+    own = run_script("-", "--stdin-filename", "util/t.py", "--no-cache", cwd=project, stdin=BAD.encode())
+    assert own.status == 1 and "util/t.py:2:1: DDP014" in own.stdout and own.stderr == ""
+    broken = run_script("-", "--stdin-filename", "vendored/t.py", "--no-cache", cwd=project, stdin=BAD.encode())
+    assert broken.status == 2  # its own config is broken: that is its business
+    assert broken.stderr == "ddplint: error: vendored/pyproject.toml: [tool.ddplint] select: expected a list of rule codes, got int\n"
+
+
+def _dense(calls: int) -> str:
+    """Valid Python of few lines and many tokens (a data table on one line: five tokens a call)."""
+    return BAD + "table = [" + ",".join(f"f({i})" for i in range(calls)) + "]\n"
+
+
+def test_a_file_dense_in_tokens_is_skipped_with_a_note_naming_max_tokens(tmp_path) -> None:
+    # 70,000 calls on one line: 1.2 MB, 3 lines, 350,000 tokens (LibCST: about 30 s and 1.2 GB)
+    write(tmp_path, {"dense.py": _dense(70_000), "train.py": BAD})
+    run = run_script(".", "--no-cache", "-j", "1", cwd=tmp_path, timeout=120)
+    assert "train.py:2:1: DDP014" in run.stdout and "dense.py:" not in run.stdout
+    assert run.stderr == "dense.py: warning: above max-tokens (300,000 tokens); not linted\n"
+    assert run.status == 1
+    write(tmp_path, {"ddplint.toml": "max-tokens = 1000\n", "dense.py": _dense(300)})  # 1,5xx tokens
+    run = run_script(".", "--no-cache", "-j", "1", cwd=tmp_path)
+    assert run.stderr == "dense.py: warning: above max-tokens (1,000 tokens); not linted\n"
+    write(tmp_path, {"ddplint.toml": "max-tokens = 2000\n"})
+    run = run_script(".", "--no-cache", "-j", "1", cwd=tmp_path)  # raised: linted
+    assert "dense.py:2:1: DDP014" in run.stdout and run.stderr == ""
+    stdin = run_script("-", "--stdin-filename", "dense.py", "--no-cache", cwd=tmp_path, stdin=_dense(2000).encode())
+    assert stdin.stderr == "dense.py: warning: above max-tokens (2,000 tokens); not linted\n" and "DDP014" not in stdin.stdout
+
+
+def test_max_tokens_counts_a_string_literal_once(tmp_path) -> None:
+    """A long data literal is one token (LibCST reads it at once): linted."""
+    write(tmp_path, {"data.py": BAD + "BLOB = '" + "ab, " * 200_000 + "'\n", "ddplint.toml": "max-tokens = 1000\n"})
+    run = run_script(".", "--no-cache", "-j", "1", cwd=tmp_path)
+    assert "data.py:2:1: DDP014" in run.stdout and run.stderr == ""

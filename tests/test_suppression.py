@@ -41,3 +41,25 @@ def test_line_directives(comment: str, code: str, suppressed: bool) -> None:
 def test_file_directives(comment: str, code: str, suppressed: bool) -> None:
     sup = Suppressions.from_comments([(1, comment)])
     assert (sup.match(code, [40]) is not None) is suppressed
+
+
+def test_a_line_inside_a_multiline_string_is_stood_for_by_its_end() -> None:
+    text = 'x = f("""\n# noqa: DDP014 is text here\n""")  # noqa: DDP014\ny = 1 + \\\n    2  # noqa: DDP012\n'
+    sup = Suppressions.from_source(text)
+    assert sorted(sup.by_line) == [3, 5]  # the string's text holds no directive
+    assert sup.match("DDP014", [1]) is not None and (3, "DDP014") in sup.used
+    assert sup.match("DDP012", [4]) is not None  # a backslash-continued line: the next one
+    assert sup.match("DDP014", [5]) is None
+
+
+def test_add_noqa_merges_and_is_idempotent() -> None:
+    from ddplint.engine.suppression import add_noqa
+
+    text = 'a = 1\nb = 2  # noqa: E501\nc = f("""\ntext\n""")\nd = 4  # noqa\n'
+    once, count = add_noqa(text, {1: {"DDP014"}, 2: {"DDP014", "DDP003"}, 3: {"DDP012"}, 6: {"DDP001"}})
+    assert count == 3
+    assert once.splitlines() == [
+        "a = 1  # noqa: DDP014", "b = 2  # noqa: E501, DDP003, DDP014", 'c = f("""', "text", '""")  # noqa: DDP012',
+        "d = 4  # noqa",
+    ]  # fmt: skip
+    assert add_noqa(once, {1: {"DDP014"}, 2: {"DDP003"}, 3: {"DDP012"}}) == (once, 0)

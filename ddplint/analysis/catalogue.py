@@ -368,6 +368,95 @@ BUILTINS_MODULES = frozenset({"builtins", "__builtin__"})
 #: given a rank-dependent level), the logger speaks on some ranks only.
 LOGGING_CONFIGURATION = frozenset({"addHandler", "setLevel", "addFilter", "basicConfig"})
 
+#: Sample values the default DataLoader collate cannot batch (analysis/samples.py).
+#: Calls that return a PIL image.
+PIL_IMAGES = frozenset({"PIL.Image.open", "PIL.Image.fromarray", "PIL.Image.new", "PIL.Image.merge"})
+#: PIL image methods that return a PIL image.
+PIL_METHODS = frozenset({"convert", "resize", "crop", "rotate", "transpose", "copy", "filter", "thumbnail_copy"})
+_TV = ("torchvision.transforms.", "torchvision.transforms.transforms.", "torchvision.transforms.v2.")
+#: torchvision transforms that take a PIL image and give one back (without `ToTensor` the sample stays PIL).
+PIL_TRANSFORMS = frozenset(
+    prefix + name
+    for prefix in _TV
+    for name in (
+        "RandomHorizontalFlip", "RandomVerticalFlip", "RandomResizedCrop", "RandomCrop", "CenterCrop", "Resize",
+        "ColorJitter", "RandomRotation", "RandomAffine", "RandomGrayscale", "Grayscale", "Pad", "RandomPerspective",
+        "GaussianBlur", "RandomAutocontrast", "RandomEqualize", "RandomPosterize", "RandomSolarize",
+        "RandomAdjustSharpness", "RandomInvert", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix",
+    )
+)  # fmt: skip
+#: torchvision transforms that chain the transforms listed in their first argument.
+COMPOSES = frozenset(prefix + name for prefix in _TV for name in ("Compose", "RandomApply", "RandomChoice", "RandomOrder"))
+#: torchvision transforms and functions that turn a PIL image into a tensor.
+TO_TENSOR = frozenset(
+    {prefix + name for prefix in _TV for name in ("ToTensor", "PILToTensor")}
+    | {"torchvision.transforms.functional.to_tensor", "torchvision.transforms.functional.pil_to_tensor",
+       "torchvision.transforms.v2.ToImage", "torchvision.transforms.v2.ToImageTensor"}
+)  # fmt: skip
+#: torchvision.transforms.functional calls that return a PIL image when given one.
+PIL_FUNCTIONS = frozenset(
+    f"torchvision.transforms.functional.{name}"
+    for name in ("hflip", "vflip", "resize", "crop", "center_crop", "resized_crop", "rotate", "pad", "affine",
+                 "adjust_brightness", "adjust_contrast", "adjust_saturation", "adjust_hue", "to_grayscale")
+)  # fmt: skip
+#: Calls that keep a per-sample length: a tensor or array built from a ragged list is ragged.
+SEQUENCE_CONSTRUCTORS = frozenset({
+    "torch.tensor", "torch.as_tensor", "torch.LongTensor", "torch.Tensor", "torch.FloatTensor", "torch.IntTensor",
+    "numpy.array", "numpy.asarray", "builtins.list",
+})  # fmt: skip
+#: Methods of a ragged tensor or tokenizer output that keep it ragged.
+RAGGED_METHODS = frozenset({"squeeze", "flatten", "long", "int", "float", "to", "clone", "ids", "input_ids"})
+#: Tokenizer methods that encode one text to its own length (unless padded to a fixed one).
+TOKENIZER_METHODS = frozenset({"encode", "encode_plus", "__call__"})
+#: Calls that give a number.
+NUMBER_CALLS = frozenset({"builtins.int", "builtins.float", "builtins.len", "builtins.round"})
+#: `dtype=` values that make an object array.
+OBJECT_DTYPES = frozenset({"builtins.object", "numpy.object_", "numpy.object"})
+#: The default collate itself, passed explicitly.
+DEFAULT_COLLATES = frozenset({"torch.utils.data.default_collate", "torch.utils.data._utils.collate.default_collate",
+                              "torch.utils.data.dataloader.default_collate"})  # fmt: skip
+#: Dataset wrappers whose samples are their first argument's (`Subset(dataset, indices)`).
+DATASET_WRAPPERS = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset"})
+#: Train/validation splits drawn from a global generator unless given a seed
+#: (the keywords that seed them): torch's `random_split` draws from torch's
+#: generator, scikit-learn's `train_test_split` from NumPy's.
+RANDOM_SPLITS = {
+    "torch.utils.data.random_split": ("torch", ("generator",)),
+    "torch.utils.data.dataset.random_split": ("torch", ("generator",)),
+    "sklearn.model_selection.train_test_split": ("numpy", ("random_state",)),
+    "sklearn.model_selection._split.train_test_split": ("numpy", ("random_state",)),
+    "sklearn.cross_validation.train_test_split": ("numpy", ("random_state",)),
+}  # fmt: skip
+#: Draws of an index permutation from a global generator (`random.shuffle`,
+#: `np.random.shuffle`: in place) -> the generator.
+PERMUTATION_DRAWS = {
+    "numpy.random.permutation": "numpy", "numpy.random.shuffle": "numpy", "torch.randperm": "torch",
+    "random.shuffle": "random",
+}  # fmt: skip
+#: Calls that cut an array into parts (`np.split(perm, [n])`).
+ARRAY_SPLITS = frozenset({"numpy.split", "numpy.array_split", "torch.split", "torch.tensor_split"})
+#: Collectives that hand one rank's objects to all (the split made on rank 0, then shared).
+BROADCASTS = frozenset({"broadcast_object_list", "broadcast", "broadcast_object"})
+# ------------------------------------------------------------ gradient accumulation (DDP026, DDP031)
+
+#: What a test that gates the optimizer step to every k-th micro-batch reads:
+#: a modulo (`(step + 1) % accum == 0`) or a word of an accumulation counter
+#: or boundary (`is_accumulating`, `micro_step == n - 1`, `update_freq`).
+ACCUMULATION_TEST = r"%|(?i:accum|boundary|update_freq|sync_grad|micro_?(?:step|batch)|iters_to_acc)"
+#: Texts that show a module controls DDP's gradient sync itself: the
+#: `no_sync` context (DDP, FSDP, Fabric's `no_backward_sync`), the flag it
+#: flips (nanoGPT's `require_backward_grad_sync = ...`), accelerate's `accumulate`.
+SYNC_CONTROLS = ("no_sync", "require_backward_grad_sync", "no_backward_sync", ".accumulate(", "skip_sync", "sync_gradients")
+#: Texts that show gradients reduced by hand after DDP's syncs were skipped.
+MANUAL_REDUCE = ("all_reduce", "allreduce", "reduce_gradients", "reduce_grads", "sync_grads")
+#: Methods a `no_sync` block may call around a backward without running a forward
+#: (`scaler.scale(loss).backward()`, `(loss / k).mean().backward()`, `loss.item()`).
+BACKWARD_CHAIN_METHODS = frozenset({"backward", "scale", "mean", "sum", "float", "detach", "item", "div", "mul", "div_", "mul_"})
+#: `deepspeed.initialize(...)`: returns (engine, optimizer, dataloader, lr_scheduler).
+DEEPSPEED_INITIALIZE = frozenset({"deepspeed.initialize", "deepspeed.__init__.initialize"})
+#: Where each part of `deepspeed.initialize`'s result is.
+DEEPSPEED_ENGINE, DEEPSPEED_OPTIMIZER = 0, 1
+
 # --------------------------------------------------------------- launchers
 
 #: The argv spellings of the local rank: torch.distributed.launch passed

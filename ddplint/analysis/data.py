@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from ddplint.analysis.calls import bind_arguments
+from ddplint.analysis.catalogue import DATASET_WRAPPERS, DEFAULT_COLLATES
 from ddplint.analysis.classes import imported_bases, inherits_from
 from ddplint.analysis.names import last_name
 from ddplint.analysis.tree import children, descendants
@@ -334,19 +335,25 @@ class DataAnalysis:
         self.ctx = ctx
         self._loaded: set[int] = set()
         self._kinds: dict[int, str | None] = {}
+        self._collates: dict[int, set[bool]] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         if is_dataloader(node, self.ctx):
             from ddplint.analysis.classes import class_of_instance
 
-            dataset = loader_arguments(node, self.ctx).value("dataset")
+            arguments = loader_arguments(node, self.ctx)
+            dataset = arguments.value("dataset")
             if dataset is None:
                 return
+            default = default_collate(arguments, self.ctx)
             # the dataset may come through a parameter, an attribute or a helper's return
             for value in {id(v): v for v in (dataset, *self.ctx.origins(dataset))}.values():
+                if isinstance(value, cst.Call) and value.args and self.ctx.qualified_names(value.func) & DATASET_WRAPPERS:
+                    value = value.args[0].value  # `Subset(dataset, indices)`
                 classdef = class_of_instance(value, self.ctx)
                 if classdef is not None:
                     self._loaded.add(id(classdef))
+                    self._collates.setdefault(id(classdef), set()).add(default)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._kinds[id(node)] = dataset_kind(node, self.ctx)
@@ -362,6 +369,32 @@ class DataAnalysis:
             if "__iter__" in table:
                 return "iterable"
         return kind
+
+    def default_collated(self, classdef: cst.ClassDef) -> bool | None:
+        """Whether some DataLoader of the module batches samples of `classdef`'s
+        `__getitem__` with the default collate (its instances', or a module
+        subclass's that inherits the method); None when no DataLoader of the
+        module loads them; final after the walk."""
+        getitem = methods(classdef).get("__getitem__")
+        related = [classdef] + [
+            sub for sub in self.ctx.flow.subclasses(classdef) if self.ctx.flow.methods_of(sub).get("__getitem__") is getitem
+        ]
+        seen = set().union(*(self._collates.get(id(c), set()) for c in related))
+        return True in seen if seen else None
+
+
+def default_collate(arguments: LoaderArguments, ctx: ModelView) -> bool:
+    """A DataLoader batches with `default_collate`: no `collate_fn` (or `None`,
+    or `default_collate` itself) and a `batch_size` that is not `None`."""
+    if arguments.unknown:
+        return False
+    batch_size = arguments.value("batch_size")
+    if isinstance(batch_size, cst.Name) and batch_size.value == "None":
+        return False
+    collate = arguments.value("collate_fn")
+    return collate is None or (isinstance(collate, cst.Name) and collate.value == "None") or bool(
+        ctx.qualified_names(collate) & DEFAULT_COLLATES
+    )
 
 
 def distributed_sampler_of(loader: cst.BaseExpression, ctx: ModelView) -> cst.Call | None:

@@ -1,4 +1,4 @@
-"""What the seed rules (DDP008, DDP023, DDP024) know about random state.
+"""What the seed rules (DDP008, DDP023, DDP024, DDP034) know about random state.
 
 * Seed calls: the library seeders (`SEED_FUNCTIONS`) and helpers that seed
   by convention whichever module defines them (`SEED_HELPERS`: DINO's

@@ -1,7 +1,8 @@
 """The Typer application: `check`, `doctor`, `rule`, `clean`, `server`, `version`.
 
 Exit status (all commands): 0 nothing at or above ``--fail-on``; 1 findings
-(or files that could not be read); 2 usage, configuration or internal error.
+(or files that could not be read); 2 usage, configuration or internal error;
+130 interrupted (Ctrl-C).
 Errors are one line on standard error; a traceback only with ``--debug``.
 """
 
@@ -36,6 +37,9 @@ def _exit_with(run: Callable[[], int], usage_error: type[Exception], debug: bool
         status = run()
     except usage_error as exc:
         raise _fail(str(exc)) from None
+    except KeyboardInterrupt:  # Ctrl-C: the shell's status for SIGINT, no traceback, nothing half-written
+        typer.echo("ddplint: interrupted", err=True)
+        raise typer.Exit(130) from None
     except Exception as exc:  # noqa: BLE001 - the last line of defence
         if debug:
             raise
@@ -136,6 +140,13 @@ def check(
         bool, typer.Option("--diff", help="Print the fixes as a unified diff; change nothing (exit 1 if any).")
     ] = False,
     fix_only: Annotated[bool, typer.Option("--fix-only", help="Apply the fixes; report nothing else.")] = False,
+    add_noqa: Annotated[
+        bool, typer.Option("--add-noqa", help="Add a `# noqa: CODE` to every line with findings (merged into its `# noqa:`).")
+    ] = False,
+    show_settings: Annotated[
+        bool, typer.Option("--show-settings", help="Show the settings resolved for the first PATH (or .), and exit.")
+    ] = False,
+    show_files: Annotated[bool, typer.Option("--show-files", help="Show the files that would be linted, and exit.")] = False,
 ) -> None:
     """Lint Python files for distributed-training bugs."""
     from ddplint.cli.check import CheckRequest, UsageError, run_check
@@ -168,6 +179,9 @@ def check(
         unsafe_fixes=unsafe_fixes,
         diff=diff,
         fix_only=fix_only,
+        add_noqa=add_noqa,
+        show_settings=show_settings,
+        show_files=show_files,
     )
     _exit_with(lambda: run_check(request), UsageError, debug)
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +19,8 @@ from ddplint.reporters.text import plural
 from ddplint.report import Report
 from ddplint.cache import Cache, default_cache_dir
 from ddplint.fixing import FixMode, write_fixed
-from ddplint.paths import printable, project_root, shown_path
+from ddplint.project.index import ProjectIndex
+from ddplint.paths import git_root, printable, project_root, shown_path
 from ddplint.runner import available_cpus, lint_paths, lint_stdin, project_index, tune_gc
 
 STDIN = Path("-")
@@ -61,6 +65,11 @@ class CheckRequest:
     diff: bool = False
     #: Apply fixes and report nothing else.
     fix_only: bool = False
+    #: Add noqa directives for the findings instead of reporting them.
+    add_noqa: bool = False
+    #: Print the resolved settings / the files to lint instead of linting.
+    show_settings: bool = False
+    show_files: bool = False
 
     @property
     def fix_mode(self) -> FixMode | None:
@@ -97,9 +106,7 @@ def _resolver(request: CheckRequest) -> ConfigResolver:
 def _lint(request: CheckRequest, resolver: ConfigResolver, stdin: bytes | None) -> Report:
     paths = request.paths
     if stdin is not None and request.stdin_filename is not None:
-        root = project_root(resolver.cwd)
-        index = project_index(root, resolver, _cache(request, resolver)) if request.project else None
-        return lint_stdin(stdin, request.stdin_filename, resolver, index, root, request.fix_mode)
+        return _lint_named_stdin(request, resolver, stdin, request.stdin_filename)
     if stdin is not None:
         return lint_stdin(stdin, "<stdin>", resolver, fix=request.fix_mode)
     paths = paths or [Path(".")]
@@ -120,6 +127,50 @@ def _lint(request: CheckRequest, resolver: ConfigResolver, stdin: bytes | None) 
         project=request.project,
         fix=request.fix_mode,
     )
+
+
+def _lint_named_stdin(request: CheckRequest, resolver: ConfigResolver, stdin: bytes, filename: str) -> Report:
+    """Lint standard input as the file `filename`, with the facts of its
+    project on disk: the working directory's when the file lies within it,
+    else the repository holding the file (else none). The configurations of
+    other directories (the working directory's, when the file lies outside
+    it) are never read: a broken one there is none of this file's business."""
+    directory = Path(os.path.normpath(resolver.cwd / filename)).parent
+    while not directory.is_dir() and directory != directory.parent:  # a buffer not saved yet
+        directory = directory.parent
+    if directory.is_relative_to(resolver.cwd):
+        root = project_root(resolver.cwd)
+        return lint_stdin(stdin, filename, resolver, _stdin_index(request, root, resolver), root, request.fix_mode)
+    root = git_root(directory)
+    if root is None:  # outside the working directory and any repository: no project to read
+        return lint_stdin(stdin, filename, resolver, fix=request.fix_mode)
+    own = ConfigResolver(resolver.overrides, cwd=root)  # its repository, as if run there; paths shown from here
+    inner = os.path.relpath(os.path.normpath(resolver.cwd / filename), root)
+    report = lint_stdin(stdin, inner, own, _stdin_index(request, root, own), root, request.fix_mode)
+    return report.with_paths(lambda p: filename if p == inner else os.path.relpath(root / p, resolver.cwd))
+
+
+def _stdin_index(request: CheckRequest, root: Path, resolver: ConfigResolver) -> ProjectIndex | None:
+    """The facts of the project at `root` on disk for standard input; None
+    with `--no-project`, or when the configuration of another part of the
+    project is broken (a run over that part says so; this file is still
+    linted, on its own)."""
+    if not request.project:
+        return None
+    try:
+        return project_index(root, resolver, _cache(request, resolver))
+    except ConfigError as exc:
+        if request.debug:
+            _debug_line(f"the project's other files not read: {exc}")
+        return None
+
+
+def _fail_on(request: CheckRequest, resolver: ConfigResolver) -> Severity:
+    """``--fail-on``, else the configuration of the file standard input stands
+    for (not the working directory's), else as the resolver says."""
+    if request.stdin_filename is not None and request.fail_on is None and _from_stdin(request):
+        return resolver.config_for(Path(os.path.normpath(resolver.cwd / request.stdin_filename))).fail_on or Severity.WARNING
+    return resolver.fail_on()
 
 
 def _missing(path: Path) -> bool:
@@ -171,6 +222,10 @@ def _from_stdin(request: CheckRequest) -> bool:
 def _check_fix_options(request: CheckRequest) -> None:
     if request.diff and (request.fix or request.fix_only):
         raise UsageError("--diff shows the fixes without applying them; it cannot be combined with --fix or --fix-only")
+    if request.add_noqa and (request.fix_mode is not None or _from_stdin(request)):
+        raise UsageError("--add-noqa edits the files on disk; it cannot be combined with --fix, --diff, --fix-only or stdin")
+    if request.show_settings and request.show_files:
+        raise UsageError("--show-settings and --show-files cannot be combined")
 
 
 def _fix_summary(report: Report, diff: bool) -> str:
@@ -196,17 +251,66 @@ def _apply_fixes(request: CheckRequest, report: Report, stdin: bytes | None) -> 
     sys.stdout.flush()
 
 
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace the file at `path` with `data` whole or not at all: written to
+    a temporary file beside it, then renamed over it (a full disk or a
+    file-size limit leaves the previous report as it was). A path that is
+    not a regular file (``/dev/stdout``, a pipe), or an existing file in a
+    directory that takes no new file, is written in place."""
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        regular = None
+    temporary = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666) if regular is not False else None
+    except PermissionError:
+        if regular is None:
+            raise
+        fd = None
+    if fd is None:
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except BaseException:  # Ctrl-C too
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
 def run_check(request: CheckRequest) -> int:
     """Lint (and fix), render, write; return the exit status."""
     resolver = _resolver(request)
     _check_fix_options(request)
+    if request.show_settings or request.show_files:
+        from ddplint.cli.show import show_files, show_settings
+
+        paths = request.paths or [Path(".")]
+        try:
+            return show_settings(paths[0], resolver) if request.show_settings else show_files(paths, resolver, request.force_exclude)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
     tune_gc()
     stdin = sys.stdin.buffer.read() if _from_stdin(request) else None
     try:
         report = _lint(request, resolver, stdin)
-        fail_on = resolver.fail_on()
+        fail_on = _fail_on(request, resolver)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    if request.add_noqa:
+        from ddplint.cli.noqa import add_noqa_directives
+
+        added, files = add_noqa_directives(report, resolver.cwd)
+        _print_notices(report, request.debug)
+        if not request.quiet:
+            print(f"Added {plural(added, 'noqa directive')} to {plural(files, 'file')}.", file=sys.stderr)
+        if any(n.internal for n in report.notices):
+            return 2
+        return 1 if any(n.level is NoticeLevel.ERROR for n in report.notices) else 0  # the findings are silenced now
     if request.fix_mode is not None:
         _apply_fixes(request, report, stdin)
         if request.diff or request.fix_only:
@@ -231,7 +335,7 @@ def run_check(request: CheckRequest) -> int:
     _print_notices(report, request.debug)
     if request.output is not None:
         try:
-            request.output.write_text(text, encoding="utf-8")
+            write_atomically(request.output, text.encode("utf-8"))
         except OSError as exc:
             raise UsageError(f"--output {request.output}: {exc.strerror or exc}") from None
     elif stdin is not None and request.fix:  # stdout holds the fixed source

@@ -7,6 +7,7 @@ list of rule codes, got int``; the CLI prints it and exits 2.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from dataclasses import dataclass, field
@@ -51,15 +52,25 @@ class Config:
     max_workers_per_rank: int | None = None
     max_file_size: int | None = None
     max_lines: int | None = None
+    max_tokens: int | None = None
     fail_on: Severity | None = None
     #: Import roots for the whole-project analysis, relative to `root`.
     src: tuple[str, ...] = ()
     #: Run the preview rules and rule variants too.
     preview: bool | None = None
+    #: ``extend``: the file this one inherits from, as written (relative to this file).
+    extend: str | None = None
+    #: The rule selections of the files extended (outermost first): each
+    #: (select, extend-select, ignore) is a layer below this file's.
+    inherited: tuple[tuple[tuple[str, ...] | None, tuple[str, ...], tuple[str, ...]], ...] = ()
+    #: The files extended, nearest first (for `--show-settings`).
+    extends: tuple[Path, ...] = ()
 
 
-def read_config_file(path: Path) -> Config | None:
-    """The config in `path`, or None for a pyproject.toml without [tool.ddplint]."""
+def read_config_file(path: Path, _chain: tuple[Path, ...] = ()) -> Config | None:
+    """The config in `path`, or None for a pyproject.toml without [tool.ddplint];
+    with ``extend``, merged over the file it names (`_chain`: the files
+    extending this one, to refuse a cycle)."""
     shown = _shown(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -78,7 +89,55 @@ def read_config_file(path: Path) -> Config | None:
         table, where = data, ""
     if not isinstance(table, dict):
         raise ConfigError(f"{shown}: {where.strip() or 'ddplint'}: expected a table")
-    return parse_table(table, root=path.parent, path=path, where=f"{shown}: {where}")
+    config = parse_table(table, root=path.parent, path=path, where=f"{shown}: {where}")
+    if config.extend is None:
+        return config
+    return _extended(config, path, f"{shown}: {where}extend", _chain)
+
+
+def _extended(config: Config, path: Path, where: str, chain: tuple[Path, ...]) -> Config:
+    """`config` over the config file its ``extend`` names (relative to `path`'s directory)."""
+    assert config.extend is not None
+    base_path = path.parent / Path(config.extend).expanduser()
+    chain = (*chain, path.resolve())
+    if base_path.resolve() in chain:
+        cycle = " -> ".join(_shown(p) for p in (*chain, base_path.resolve()))
+        raise ConfigError(f"{where}: the files extend each other in a cycle: {cycle}")
+    try:
+        found = base_path.is_file()
+    except OSError:
+        found = False
+    if not found:
+        raise ConfigError(f"{where}: no config file at {config.extend!r} (relative to {_shown(path.parent) or '.'})")
+    base = read_config_file(base_path, chain)
+    if base is None:
+        raise ConfigError(f"{where}: {config.extend!r} has no [tool.ddplint] table")
+    return merge(base, config)
+
+
+def merge(base: Config, config: Config) -> Config:
+    """`config` inheriting from `base`: the keys it sets win, the lists that
+    extend (extend-exclude, per-file-ignores, severity) add up, and the rule
+    selections are layers (the base's first), as Ruff's ``extend`` does.
+    The result governs `config`'s directory; the base's ``src`` entries stay
+    relative to the base's own directory."""
+    inherited = (*base.inherited, (base.select, base.extend_select, base.ignore))
+    return dataclasses.replace(
+        config,
+        inherited=inherited,
+        per_file_ignores=(*base.per_file_ignores, *config.per_file_ignores),
+        severity={**base.severity, **config.severity},
+        exclude=config.exclude if config.exclude is not None else base.exclude,
+        extend_exclude=(*base.extend_exclude, *config.extend_exclude),
+        rank_names=config.rank_names or base.rank_names,
+        max_workers_per_rank=config.max_workers_per_rank or base.max_workers_per_rank,
+        max_file_size=config.max_file_size or base.max_file_size,
+        max_lines=config.max_lines or base.max_lines,
+        fail_on=config.fail_on if config.fail_on is not None else base.fail_on,
+        src=(*(str((base.root / entry).resolve()) for entry in base.src), *config.src),
+        preview=config.preview if config.preview is not None else base.preview,
+        extends=(base.path, *base.extends) if base.path is not None else base.extends,
+    )
 
 
 def _shown(path: Path) -> str:
@@ -202,6 +261,12 @@ def _boolean(value: object) -> bool:
     return value
 
 
+def _path(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise TypeError(f"expected the path of a config file, got {_type_name(value)}")
+    return value
+
+
 def _level(value: object) -> Severity:
     if not isinstance(value, str):
         raise TypeError(f"expected error, warning or note, got {_type_name(value)}")
@@ -220,7 +285,9 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "max-workers-per-rank": ("max_workers_per_rank", _positive_int),
     "max-file-size": ("max_file_size", _size),
     "max-lines": ("max_lines", _positive_int),
+    "max-tokens": ("max_tokens", _positive_int),
     "fail-on": ("fail_on", _level),
     "src": ("src", _string_list("directories")),
     "preview": ("preview", _boolean),
+    "extend": ("extend", _path),
 }

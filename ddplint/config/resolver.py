@@ -15,7 +15,9 @@ import pathspec
 
 from ddplint.config.loader import DDPLINT_TOML, PYPROJECT, Config, ConfigError, read_config_file
 from ddplint.config.selection import Selection, resolve
-from ddplint.config.settings import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LINES, DEFAULT_MAX_WORKERS_PER_RANK, Settings
+from ddplint.config.settings import (
+    DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_LINES, DEFAULT_MAX_TOKENS, DEFAULT_MAX_WORKERS_PER_RANK, Settings,
+)  # fmt: skip
 from ddplint.model import Severity
 
 DEFAULT_EXCLUDE = (
@@ -147,6 +149,7 @@ class ConfigResolver:
     def _make_settings(self, config: Config, per_file_ignored: tuple[str, ...]) -> Settings:
         cli = self.overrides
         layers = [
+            *(Selection(*inherited) for inherited in config.inherited),
             Selection(config.select, config.extend_select, config.ignore),
             Selection(cli.select, cli.extend_select, cli.ignore),
             Selection(ignore=per_file_ignored),
@@ -160,6 +163,7 @@ class ConfigResolver:
             max_workers_per_rank=config.max_workers_per_rank or DEFAULT_MAX_WORKERS_PER_RANK,
             max_file_size=config.max_file_size or DEFAULT_MAX_FILE_SIZE,
             max_lines=config.max_lines or DEFAULT_MAX_LINES,
+            max_tokens=config.max_tokens or DEFAULT_MAX_TOKENS,
         )
 
     def _relative(self, path: Path, root: Path) -> str:

@@ -15,12 +15,14 @@ import functools
 from ddplint.config.settings import Settings
 from ddplint.rule import all_rules_settings
 from ddplint.engine.findings import make_finding
+from ddplint.engine.noqa import UNUSED_NOQA, unused_noqa
+from ddplint.engine.notebook import NOTEBOOK_SUFFIX, NotebookError, read_notebook
 from ddplint.engine.prefilter import TextScan, applicable, summary_worthy
 from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast
 from ddplint.model import Finding, Notice, NoticeLevel
 from ddplint.project.facts import ALONE, ProjectRole
 from ddplint.project.summary import imports_summary, text_outside_classes
-from ddplint.reading import too_large_note
+from ddplint.reading import shape_notice, too_large_note
 from ddplint.result import FileResult
 from ddplint.rule import Rule, all_rules
 
@@ -42,6 +44,8 @@ def check_bytes(
     project: ProjectRole = ALONE,
 ) -> FileResult:
     """Lint a file's raw bytes, decoding them per PEP 263 first."""
+    if path.endswith(NOTEBOOK_SUFFIX):
+        return _check_notebook(path, data, settings, prefilter, project)
     if len(data) > settings.max_file_size:
         note = too_large_note(len(data), settings.max_file_size)
         return FileResult(notices=(Notice(path, note, NoticeLevel.WARNING),))
@@ -50,6 +54,20 @@ def check_bytes(
     except SourceError as exc:
         return FileResult(_syntax_findings(path, exc.problem, settings, ""))
     return check_source(path, text, settings, prefilter, project)
+
+
+def _check_notebook(
+    path: str, data: bytes, settings: Settings, prefilter: bool, project: ProjectRole
+) -> FileResult:
+    """Lint a notebook's code cells as one module; positions in the cells."""
+    if len(data) > settings.max_file_size:
+        return FileResult(notices=(Notice(path, too_large_note(len(data), settings.max_file_size), NoticeLevel.WARNING),))
+    try:
+        notebook = read_notebook(data)
+    except NotebookError as exc:
+        return FileResult(notices=(Notice(path, str(exc), NoticeLevel.ERROR),))
+    result = check_source(path, notebook.text, settings, prefilter, project)
+    return dataclasses.replace(result, findings=tuple(notebook.finding(f) for f in result.findings))
 
 
 def check_source(
@@ -61,10 +79,9 @@ def check_source(
 ) -> FileResult:
     """Lint one file's text with the rules `settings` enables, in the role
     the whole-project analysis gives it (see `ProjectRole`)."""
-    lines_over = _lines_over(text, settings.max_lines)
-    if lines_over:  # time and memory grow with the lines (LibCST's most, CPython's tree's too): bound them
-        note = f"{lines_over:,} lines is above max-lines ({settings.max_lines:,}); not linted"
-        return FileResult(notices=(Notice(path, note, NoticeLevel.WARNING),))
+    too_costly = shape_notice(path, text, settings)
+    if too_costly is not None:  # time and memory grow with the lines and tokens (LibCST's most): bound them
+        return FileResult(notices=(too_costly,))
     facts = project.facts
     tree = python_ast(text, path)
     if isinstance(tree, SourceProblem):
@@ -98,20 +115,11 @@ def check_source(
         if known and project.importer:
             imports = dataclasses.replace(imports, consulted=())  # filled in by the walk
     calls = imports is not None and imports.per_rank_calls is None  # who runs its calls of linted helpers
-    if not rules and not walk_for_summary and not calls:
-        return FileResult(summary=imports)
+    if not rules and not walk_for_summary and not calls:  # nothing to suppress: every judged directive is unused
+        return FileResult(unused_noqa(path, text, settings), summary=imports)
     from ddplint.engine.lint import lint_text  # LibCST: only for a file some rule applies to
 
     return lint_text(path, text, settings, rules, facts, imports, lines, walk_for_summary)
-
-
-def _lines_over(text: str, limit: int) -> int:
-    """The number of lines of `text` if above `limit`, else 0 (cheap: two
-    scans in C; a file of old Mac line ends counts its CRs)."""
-    if len(text) <= limit:  # every line holds at least one character
-        return 0
-    lines = max(text.count("\n"), text.count("\r")) + (not text.endswith(("\n", "\r")))
-    return lines if lines > limit else 0
 
 
 def _syntax_findings(
@@ -131,6 +139,6 @@ def _rules_by_code() -> dict[str, type[Rule]]:
 
 @functools.lru_cache(maxsize=64)
 def _visitor_rules(codes: frozenset[str]) -> tuple[type[Rule], ...]:
-    """The enabled rules that run in the walk (DDP000 comes from the parser)."""
+    """The enabled rules that run in the walk (DDP000 comes from the parser, DDP100 from the suppressions)."""
     by_code = _rules_by_code()
-    return tuple(by_code[c] for c in sorted(codes) if c in by_code and c != SYNTAX_ERROR)
+    return tuple(by_code[c] for c in sorted(codes) if c in by_code and c not in (SYNTAX_ERROR, UNUSED_NOQA))

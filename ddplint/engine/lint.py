@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import sys
 from typing import Iterator
 
@@ -20,7 +21,8 @@ from ddplint.config.settings import Settings
 from ddplint.engine.deferred import DeferredChecks
 from ddplint.engine.findings import make_finding
 from ddplint.engine.fixes import resolve_fix
-from ddplint.engine.positions import comments, resolve_positions, to_span
+from ddplint.engine.noqa import unused_noqa
+from ddplint.engine.positions import Positions, comments, to_span
 from ddplint.engine.suppression import Suppressions
 from ddplint.engine.walker import Walker
 from ddplint.model import Finding, Notice, NoticeLevel, Related, Span
@@ -32,6 +34,8 @@ from ddplint.engine.context import FileContext
 from ddplint.rule import PendingFinding, Rule
 
 _DEEP_RECURSION = 10_000
+#: Only comments that mention it can suppress anything: most files need no comment scan.
+_NOQA = re.compile("noqa", re.IGNORECASE)
 _TOO_DEEP = "nested too deeply for ddplint's analysis (Python accepts it); not linted"
 
 
@@ -119,7 +123,9 @@ def _lint_module(
             except Exception as exc:  # noqa: BLE001 - one rule's bug must not hide the others
                 notices.append(Notice.internal_error(path, exc, f" in rule {instance.code}"))
         pending = [p for p in ctx.pending if ctx.in_distributed_context or not p.rule.distributed_only]
-        findings = _finalize(path, text, module, settings, pending) if pending else ()
+        used: set[tuple[int, str]] = set()
+        findings = _finalize(path, text, module, settings, pending, used) if pending else ()
+        findings = tuple(sorted((*findings, *unused_noqa(path, text, settings, used)), key=lambda f: f.sort_key))
     except RecursionError:
         return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.ERROR),), parsed=True)
     if collector is not None and summary is not None:
@@ -141,10 +147,11 @@ def _lint_module(
 
 
 def _finalize(
-    path: str, text: str, module: cst.Module, settings: Settings, pending: list[PendingFinding]
+    path: str, text: str, module: cst.Module, settings: Settings, pending: list[PendingFinding], used: set[tuple[int, str]]
 ) -> tuple[Finding, ...]:
-    positions = resolve_positions(module)
-    suppressions = Suppressions.from_comments(comments(positions))
+    """The findings of `pending`; `used` gets the (line, code) of the directives that suppressed them."""
+    positions = Positions(module, text)
+    suppressions = Suppressions.from_comments(comments(text) if _NOQA.search(text) else (), text)
     lines = text.splitlines()
     findings = []
     def span_of(node: cst.CSTNode) -> Span:
@@ -155,8 +162,8 @@ def _finalize(
         statement = positions[item.statement]
         last = statement.end.line
         if isinstance(item.statement, cst.BaseCompoundStatement):
-            last = positions[item.statement.body].start.line  # the header only
-        suppressed = suppressions.match(item.rule.code, (span.line, statement.start.line, last))
+            last = _header_end(item.statement, positions, statement.start.line)  # the header only
+        suppressed = suppressions.match(item.rule.code, (*_range_lines(item.node, span, positions), statement.start.line, last))
         related = tuple(
             n if isinstance(n, Related) else Related(path, span_of(n), why) for n, why in map(_pair, item.related)
         )
@@ -165,7 +172,28 @@ def _finalize(
         findings.append(
             make_finding(item.rule, settings, message, path, span, lines, related, fix, suppressed, item.severity)
         )
+    used.update(suppressions.used)
     return tuple(sorted(findings, key=lambda f: f.sort_key))
+
+
+def _range_lines(node: cst.CSTNode, span: Span, positions) -> range:
+    """The lines of a finding's range where a `# noqa` counts: all of them
+    (a multi-line call's offending argument is on one), but of a compound
+    statement its header only (a directive in the body is about the body)."""
+    if isinstance(node, (cst.BaseCompoundStatement, cst.BaseSuite, cst.Module)):
+        return range(span.line, _header_end(node, positions, span.line) + 1)
+    return range(span.line, span.end_line + 1)
+
+
+def _header_end(node: cst.CSTNode, positions, start: int) -> int:
+    """The last line of a compound statement's header (the colon's line),
+    never a line of its body; `start` where it has none."""
+    body = getattr(node, "body", None)
+    if isinstance(body, cst.IndentedBlock) and body.header in positions:
+        return max(positions[body.header].start.line, start)
+    if isinstance(body, cst.SimpleStatementSuite) and body in positions:
+        return max(positions[body].start.line, start)
+    return start
 
 
 def _pair(related: tuple[cst.CSTNode, str] | Related) -> tuple[cst.CSTNode | Related, str]:

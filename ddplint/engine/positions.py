@@ -1,24 +1,39 @@
-"""Source positions, resolved only for files that have findings.
+"""Source positions, resolved only for the nodes a report needs.
 
 LibCST's `PositionProvider` re-generates the whole module's code to learn
-where each node is, about twice the cost of the parse. Most files have no
-finding, so the engine asks for positions only when it needs them, and
-without the deep copy `MetadataWrapper` makes by default (the nodes that the
-rules reported must stay the keys).
+where each node is, about twice the cost of the parse, and a file with one
+finding needs the places of a handful of nodes. `Positions` finds them one
+statement at a time instead: CPython's own tree (cheap next to LibCST's)
+says where each statement starts, and only the statement that holds a node
+is generated again, with LibCST's own position-tracking state, its lines
+shifted to where CPython puts the statement. The answers are LibCST's
+syntactic ranges, the same as `PositionProvider`'s (a test compares them
+node for node over the fixtures).
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+import ast
+import dataclasses
+import io
+import re
+import tokenize
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator, Mapping
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata.position_provider import PositionProvidingCodegenState
+from libcst._position import CodePosition
 
 from ddplint.model import Span
 
 
 def resolve_positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
-    """Every node's syntactic range (1-based lines, 0-based columns)."""
+    """Every node's syntactic range (1-based lines, 0-based columns), at the
+    cost of generating the whole module's code again."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     return wrapper.resolve(PositionProvider)
 
@@ -33,6 +48,205 @@ def to_span(code_range: CodeRange) -> Span:
     )
 
 
-def comments(positions: Mapping[cst.CSTNode, CodeRange]) -> list[tuple[int, str]]:
-    """(line, text) of every comment in the module."""
-    return [(r.start.line, n.value) for n, r in positions.items() if type(n) is cst.Comment]
+def comments(text: str) -> list[tuple[int, str]]:
+    """(line, text) of every comment in `text`, which CPython accepts."""
+    found: list[tuple[int, str]] = []
+    if "#" not in text:
+        return found
+    readline = io.StringIO(text).readline
+    try:
+        for token in tokenize.generate_tokens(readline):
+            if token.type == tokenize.COMMENT:
+                found.append((token.start[0], token.string))
+    except (tokenize.TokenError, SyntaxError):  # pragma: no cover - the text parsed
+        pass
+    return found
+
+
+#: The statements whose own text starts a line: every other node lies in one.
+_ANCHORS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
+class _Stop(Exception):
+    """The asked-for node is placed: the rest of the statement need not be generated."""
+
+
+@dataclass
+class _State(PositionProvidingCodegenState):
+    """LibCST's position-tracking code generator for one statement: it notes
+    the line where `anchor`'s range starts and stops once `target` is placed."""
+
+    anchor: cst.CSTNode | None = None
+    target: cst.CSTNode | None = None
+    anchor_line: int = 0
+
+    @contextmanager
+    def record_syntactic_position(
+        self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
+    ) -> Iterator[None]:
+        # LibCST's own rule, except that a stopped generation records nothing more.
+        start = CodePosition(self.line, self.column)
+        if node is self.anchor:
+            self.anchor_line = self.line
+        yield
+        computed = self.provider._computed
+        first = computed[start_node].start if start_node is not None else start
+        last = computed[end_node].end if end_node is not None else CodePosition(self.line, self.column)
+        computed[node] = CodeRange(first, last)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        super().after_codegen(node)
+        if node is self.target:
+            raise _Stop
+
+
+class _Table:
+    """What LibCST's state writes to: a provider's `_computed` table."""
+
+    __slots__ = ("_computed",)
+
+    def __init__(self) -> None:
+        self._computed: dict[cst.CSTNode, CodeRange] = {}
+
+
+class Positions(Mapping[cst.CSTNode, CodeRange]):
+    """The syntactic range of any node of `module` (whose code is `text`),
+    each found when first asked: one statement's code is generated, not the
+    module's. Where CPython's statements and LibCST's do not pair up (a
+    text CPython reads differently), the whole module is generated once."""
+
+    def __init__(self, module: cst.Module, text: str) -> None:
+        self._module = module
+        self._text = text
+        self._known: dict[cst.CSTNode, CodeRange] = {}
+        self._anchor_of: dict[cst.CSTNode, cst.CSTNode] | None = None
+        self._starts: dict[cst.CSTNode, tuple[int, int]] = {}
+        self._elifs: set[cst.CSTNode] = set()
+        self._whole: Mapping[cst.CSTNode, CodeRange] | None = None
+        self._line_starts: list[int] | None = None
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        known = self._known.get(node)
+        if known is not None:
+            return known
+        if self._anchor_of is None:
+            self._anchor_of = self._index()
+        if self._whole is not None:
+            return self._whole[node]
+        anchor = self._anchor_of.get(node)
+        found = None if anchor is None else self._place(anchor, node, stop=True)
+        if found is None:  # a node the index skips (whitespace, punctuation): the whole module, once
+            return self._everything()[node]
+        return found
+
+    def __iter__(self) -> Iterator[cst.CSTNode]:
+        return iter(self._everything())
+
+    def __len__(self) -> int:
+        return len(self._everything())
+
+    def _everything(self) -> Mapping[cst.CSTNode, CodeRange]:
+        if self._whole is None:
+            self._whole = resolve_positions(self._module)
+        return self._whole
+
+    def _index(self) -> dict[cst.CSTNode, cst.CSTNode]:
+        """Every node's innermost anchor statement, and where each anchor
+        starts by CPython's tree: both list statements in source order."""
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(self._text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            self._everything()
+            return {}
+        starts = sorted((s.lineno, s.col_offset) for s in ast.walk(tree) if isinstance(s, ast.stmt))
+        anchor_of: dict[cst.CSTNode, cst.CSTNode] = {}
+        taken = 0
+        # Depth first in source order; the statements of a one-line suite
+        # (`if x: a; b`) are CPython statements but lie in their header's anchor.
+        stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(self._module, None)]
+        while stack:
+            node, anchor = stack.pop()
+            if isinstance(node, _ANCHORS):
+                anchor = node
+                if taken >= len(starts):
+                    break
+                self._starts[node] = starts[taken]
+                taken += len(node.body) if isinstance(node, cst.SimpleStatementLine) else 1
+                if isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
+                    self._elifs.add(node.orelse)
+            elif isinstance(node, cst.SimpleStatementSuite):
+                taken += len(node.body)
+            if anchor is not None:
+                anchor_of[node] = anchor
+            stack.extend((child, anchor) for child in reversed(_children(node)))
+        if stack or taken != len(starts):
+            self._everything()
+            return {}
+        return anchor_of
+
+    def _place(self, anchor: cst.CSTNode, node: cst.CSTNode, stop: bool) -> CodeRange | None:
+        """Generate `anchor`'s code (with `stop`, only up to `node`) and shift it into place."""
+        line, byte_column = self._starts[anchor]
+        indent = self._line_prefix(line, byte_column)
+        state = _State(
+            default_indent=self._module.default_indent,
+            default_newline=self._module.default_newline,
+            provider=_Table(),  # type: ignore[arg-type]
+            indent_tokens=[indent] if indent else [],
+            anchor=anchor,
+            target=node if stop and node is not anchor else None,
+        )
+        computed: dict[cst.CSTNode, CodeRange] = state.provider._computed  # type: ignore[attr-defined]
+        try:
+            if anchor in self._elifs:
+                anchor._codegen(state, is_elif=True)  # type: ignore[call-arg]
+            else:
+                anchor._codegen(state)
+        except _Stop:
+            if not state.anchor_line:  # placed before the anchor's range starts (a decorator)
+                return self._place(anchor, node, stop=False)
+            self._known[node] = _shifted(computed[node], line - state.anchor_line)
+            return self._known[node]
+        shift = line - state.anchor_line
+        for each, place in computed.items():
+            self._known.setdefault(each, _shifted(place, shift))
+        return self._known.get(node)
+
+    def _line_prefix(self, line: int, byte_column: int) -> str:
+        """The text of `line` before CPython's (UTF-8 byte) column."""
+        if self._line_starts is None:
+            self._line_starts = [0, *(m.end() for m in _LINE_BREAK.finditer(self._text))]
+        if not byte_column or line > len(self._line_starts):
+            return ""
+        start = self._line_starts[line - 1]
+        return self._text[start : start + byte_column].encode("utf-8")[:byte_column].decode("utf-8", errors="ignore")
+
+
+_fields: dict[type, tuple[str, ...]] = {}
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """Every child node, whitespace and punctuation included, in source order."""
+    names = _fields.get(node.__class__)
+    if names is None:
+        names = _fields[node.__class__] = tuple(f.name for f in dataclasses.fields(node))
+    found: list[cst.CSTNode] = []
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            found.append(value)
+        elif value.__class__ is tuple or value.__class__ is list:
+            found.extend(v for v in value if isinstance(v, cst.CSTNode))
+    return found
+
+
+def _shifted(place: CodeRange, lines: int) -> CodeRange:
+    if not lines:
+        return place
+    return CodeRange(
+        CodePosition(place.start.line + lines, place.start.column),
+        CodePosition(place.end.line + lines, place.end.column),
+    )

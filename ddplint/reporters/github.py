@@ -36,7 +36,7 @@ def annotation(finding: Finding) -> str:
             ("col", span.column),
             ("endLine", span.end_line),
             ("endColumn", span.end_column),
-            ("title", f"{finding.rule} {finding.name}"),
+            ("title", f"{finding.rule} {finding.name}" + (f" (cell {finding.cell})" if finding.cell is not None else "")),
         )
     )
     return f"::{_COMMAND[finding.severity]} {properties}::{_escape_data(finding.message)}"

@@ -37,6 +37,7 @@ def finding_object(finding: Finding, fingerprint: str) -> dict[str, Any]:
         "severity": finding.severity.value,
         "message": finding.message,
         "path": finding.path,
+        **({"cell": finding.cell} if finding.cell is not None else {}),  # a notebook's: the lines count in it
         **_span(finding.span),
         "related": [{"path": r.path, **_span(r.span), "message": r.message} for r in finding.related],
         "fix": None if fix is None else {

@@ -67,7 +67,10 @@ class _Locator:
     def repo_path(self, finding: Finding) -> str:
         return relative_uri(finding.path, self.cwd, self.root)[0]
 
-    def physical(self, path: str, span: Span) -> om.PhysicalLocation:
+    def physical(self, path: str, span: Span, file_lines: object = None) -> om.PhysicalLocation:
+        if file_lines is not None:  # a notebook's: its lines in the .ipynb file (columns count in the cell, not there)
+            start, end = file_lines  # type: ignore[misc]
+            return om.PhysicalLocation(artifact_location=self.artifact(path), region=om.Region(start_line=start, end_line=end))
         return om.PhysicalLocation(
             artifact_location=self.artifact(path),
             region=om.Region(
@@ -134,14 +137,20 @@ def _result(
     finding: Finding, index: int, fingerprint: str, locator: _Locator, fallback: str | None
 ) -> om.Result:
     """A result; one about no file (a runtime finding) is shown at `fallback`."""
+    properties = dict(finding.properties)
+    file_lines = list(properties.pop("file_lines", ()))  # a notebook finding's lines in the .ipynb, then its related's
     if finding.located:
-        where = locator.physical(finding.path, finding.span)
+        where = locator.physical(finding.path, finding.span, file_lines.pop(0) if file_lines else None)
     else:
         where = None
         if fallback is not None:  # its first line: the result is about the file as a whole
             where = om.PhysicalLocation(artifact_location=locator.artifact(fallback), region=om.Region(start_line=1))
     related = [
-        om.Location(id=i, physical_location=locator.physical(r.path, r.span), message=om.Message(text=r.message))
+        om.Location(
+            id=i,
+            physical_location=locator.physical(r.path, r.span, file_lines.pop(0) if file_lines and r.path == finding.path else None),
+            message=om.Message(text=r.message),
+        )
         for i, r in enumerate(finding.related, start=1)
     ]
     return om.Result(
@@ -152,7 +161,7 @@ def _result(
         locations=[om.Location(physical_location=where)] if where is not None else None,
         related_locations=related or None,
         partial_fingerprints={FINGERPRINT_KEY: fingerprint},
-        properties=dict(finding.properties) or None,  # a runtime finding's measured values
+        properties=properties or None,  # a runtime finding's measured values, a notebook finding's cell
     )
 
 

@@ -23,7 +23,8 @@ def _paint(text: str, code: str, enabled: bool) -> str:
 
 def format_finding(finding: Finding, color: bool = False) -> str:
     """One finding as a ``path:line:col: CODE message`` line."""
-    where = _paint(f"{finding.path}:{finding.span.line}:{finding.span.column}:", "1", color)
+    cell = f"cell {finding.cell}:" if finding.cell is not None else ""  # Ruff's notebook positions
+    where = _paint(f"{finding.path}:{cell}{finding.span.line}:{finding.span.column}:", "1", color)
     code = _paint(finding.rule, "1;" + _COLORS[finding.severity], color)
     return f"{where} {code} {finding.message}"
 
