@@ -107,4 +107,4 @@ _PREPARED = "the loader `accelerator.prepare` sharded pads its last batch with s
 _PADS = "its `DistributedSampler` pads the dataset to a multiple of the world size with repeated samples"
 _DROPS = "its `DistributedSampler` has `drop_last=True` and leaves out the samples that do not split evenly"
 _USE = "use `gather_for_metrics`"
-_CUT = "cut the gathered values to `len(dataset)`, or evaluate on one rank"
+_CUT = "gather with `drop_last=False` and cut the result to `len(dataset)`, or evaluate on one rank"

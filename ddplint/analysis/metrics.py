@@ -138,10 +138,26 @@ def gathered_eval(call: cst.Call, function: cst.FunctionDef, ctx: ModelView) -> 
         found = sharded_eval(loop, ctx)
         if found is not None and metric_sink(call, loop, ctx) is not None:
             return found
-    used = {n.value for a in call.args for n in (a.value, *descendants(a.value)) if isinstance(n, cst.Name)}
+    used = _names_behind([a.value for a in call.args], function, ctx)
     for loop in descendants(function):
         if isinstance(loop, cst.For) and used & accumulated_in(loop) and call not in descendants(loop):
             found = sharded_eval(loop, ctx)
             if found is not None:
                 return found
     return None
+
+
+def _names_behind(expressions: list[cst.BaseExpression], function: cst.FunctionDef, ctx: ModelView) -> set[str]:
+    """The names `expressions` use, and those the function assigns them from
+    (``hits = torch.cat(predictions)``: `hits` and `predictions`), a few steps deep."""
+    found: set[str] = set()
+    todo = [(e, 0) for e in expressions]
+    while todo:
+        expression, depth = todo.pop()
+        for node in (expression, *descendants(expression)):
+            if isinstance(node, cst.Name) and node.value not in found:
+                found.add(node.value)
+                if depth < _HOPS:
+                    values = ctx.flow.name_values(node.value, function)
+                    todo += [(v, depth + 1) for v, _ in values if isinstance(v, cst.BaseExpression)]
+    return found
