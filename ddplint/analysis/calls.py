@@ -154,3 +154,27 @@ def switched_off(switch: ExportedSwitch | None, arguments: LiteralArguments | No
     else:
         value = default
     return value is off
+
+
+def string_arguments(call: cst.Call) -> dict[str, cst.Arg]:
+    """The positional string literals of a call, by their text (argparse's
+    flags: ``add_argument("--local_rank", "-l", ...)``)."""
+    found = {}
+    for arg in call.args:
+        if arg.keyword is None and not arg.star and isinstance(arg.value, cst.SimpleString):
+            text = arg.value.evaluated_value
+            if isinstance(text, str):
+                found[text] = arg
+    return found
+
+
+def argparse_flags(call: cst.Call) -> dict[str, cst.Arg]:
+    """The option strings of ``parser.add_argument("--local_rank", "-l", ...)`` (empty for other calls)."""
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument":
+        return string_arguments(call)
+    return {}
+
+
+def keyword_value(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    """The value passed as keyword `name`, if any."""
+    return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)

@@ -170,6 +170,7 @@ LIGHTNING_TRAINER = "lightning.Trainer"
 PL_TRAINER = "pytorch_lightning.Trainer"
 HF_TRAINER = "transformers.Trainer"
 FABRIC = "lightning.Fabric"
+ACCELERATOR = "accelerate.Accelerator"
 
 FRAMEWORK_TYPES: tuple[FrameworkType, ...] = (
     FrameworkType(LIGHTNING_TRAINER, frozenset({
@@ -190,6 +191,8 @@ FRAMEWORK_TYPES: tuple[FrameworkType, ...] = (
     FrameworkType(FABRIC, frozenset({"lightning.Fabric", "lightning.fabric.Fabric", "lightning_fabric.Fabric",
                                      "lightning.fabric.fabric.Fabric", "lightning_fabric.fabric.Fabric"}),
                   frozenset({"fabric"}), ("lightning", "lightning_fabric")),
+    FrameworkType(ACCELERATOR, frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"}),
+                  frozenset({"accelerator"}), ("accelerate",)),
 )  # fmt: skip
 
 #: Framework launchers that start one process per device: built with
@@ -453,3 +456,40 @@ BACKWARD_CHAIN_METHODS = frozenset({"backward", "scale", "mean", "sum", "float",
 DEEPSPEED_INITIALIZE = frozenset({"deepspeed.initialize", "deepspeed.__init__.initialize"})
 #: Where each part of `deepspeed.initialize`'s result is.
 DEEPSPEED_ENGINE, DEEPSPEED_OPTIMIZER = 0, 1
+
+# --------------------------------------------------------------- launchers
+
+#: The argv spellings of the local rank: torch.distributed.launch passed
+#: `--local_rank=N` before PyTorch 2.0 and passes `--local-rank=N` since; the
+#: DeepSpeed launcher passes `--local_rank=N`; torchrun passes neither (it sets `LOCAL_RANK`).
+LOCAL_RANK_FLAGS = ("--local_rank", "--local-rank")
+#: Calls that show a script is started by the DeepSpeed launcher (which passes `--local_rank`).
+DEEPSPEED_ENTRY_POINTS = frozenset({"deepspeed.add_config_arguments", "deepspeed.initialize"})
+
+# --------------------------------------------------------------- accelerate
+
+#: `Accelerator` methods that return their arguments wrapped (in order, one
+#: per argument): a prepared loader is sharded and its last batch padded.
+PREPARE_METHODS = frozenset({"prepare", "prepare_data_loader", "prepare_scheduler"})
+
+# --------------------------------------------------------------- metrics
+
+#: Methods that accumulate a batch's predictions into a metric or a list that
+#: one becomes: evaluate's and torchmetrics' `add_batch`/`update`, list `append`/`extend`.
+METRIC_SINK_METHODS = frozenset({"add_batch", "add", "update", "append", "extend"})
+#: Functions that compute a metric from predictions (scikit-learn's, by package).
+METRIC_FUNCTION_PREFIXES = ("sklearn.metrics.",)
+
+# --------------------------------------------------------------- schedules
+
+#: Keywords of learning-rate scheduler constructors that count optimizer
+#: steps (transformers/diffusers `get_scheduler` and `get_*_schedule_with_warmup`,
+#: torch's `OneCycleLR`, `CosineAnnealingLR`, `LinearLR`, timm's schedulers).
+SCHEDULE_LENGTH_KEYWORDS = frozenset({
+    "num_training_steps", "num_warmup_steps", "total_steps", "T_max", "total_iters", "warmup_steps",
+    "max_steps", "t_initial", "warmup_t",
+})  # fmt: skip
+#: Words of a step count already scaled to what a prepared scheduler sees.
+PROCESS_COUNT_WORDS = ("num_processes", "world_size", "num_replicas", "get_world_size", "n_gpu", "num_gpus")
+#: `Accelerator(...)` keywords that make a prepared scheduler step once per call.
+SCHEDULER_STEP_KEYWORDS = frozenset({"split_batches", "step_scheduler_with_optimizer", "dataloader_config"})

@@ -395,3 +395,21 @@ def default_collate(arguments: LoaderArguments, ctx: ModelView) -> bool:
     return collate is None or (isinstance(collate, cst.Name) and collate.value == "None") or bool(
         ctx.qualified_names(collate) & DEFAULT_COLLATES
     )
+
+
+def distributed_sampler_of(loader: cst.BaseExpression, ctx: ModelView) -> cst.Call | None:
+    """The `DistributedSampler(...)` call behind a loader expression: a
+    `DataLoader(..., sampler=DistributedSampler(...))` among the loader's
+    origins (through names, parameters, attributes and helper returns), its
+    sampler followed the same way. None when no origin shows one."""
+    for origin in (loader, *ctx.origins(loader)):
+        if not (isinstance(origin, cst.Call) and is_dataloader(origin, ctx)):
+            continue
+        sampler = loader_arguments(origin, ctx).value("sampler")
+        if sampler is None:
+            continue
+        where = ctx.flow.function_of_call(origin) if origin is not loader else ctx.enclosing_function()
+        for value in (sampler, *ctx.flow.origins(sampler, where)):
+            if is_distributed_sampler(value, ctx):
+                return value  # type: ignore[return-value]
+    return None

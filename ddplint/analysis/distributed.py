@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from ddplint.analysis.catalogue import DEVICE_LAUNCHERS, PER_RANK_WORDS, RANK_HELPER_NAMES
+from ddplint.analysis.catalogue import DEEPSPEED_ENTRY_POINTS, DEVICE_LAUNCHERS, PER_RANK_WORDS, RANK_HELPER_NAMES
 from ddplint.analysis.names import dotted_name
 from ddplint.analysis.probe import AnyOf, Probe
 from ddplint.analysis.scope import ScopeTracker, import_bindings, import_from_module
@@ -114,6 +114,9 @@ class DistributedContext:
         self._many_devices = False
         #: `init_process_group` calls that do not say the group has one process.
         self._other_groups = False
+        #: `deepspeed.initialize`/`deepspeed.add_config_arguments` is called: the
+        #: script is started by the DeepSpeed launcher (which passes `--local_rank`).
+        self.deepspeed_launched = False
 
     @property
     def one_process(self) -> bool:
@@ -160,6 +163,8 @@ class DistributedContext:
             else:
                 self._other_groups = True
             return
+        if name in _DEEPSPEED_LASTS and not self.deepspeed_launched:
+            self.deepspeed_launched = bool(self._scopes.qualified_names(func) & DEEPSPEED_ENTRY_POINTS)
         if name in ("Fabric", "Trainer") and self._scopes.qualified_names(func) & DEVICE_LAUNCHERS:
             if _one_device(node.args):
                 self._one_device = True
@@ -167,6 +172,9 @@ class DistributedContext:
                 self._many_devices = True
         if not self.found and isinstance(func, cst.Attribute):
             self.found = any(is_distributed_name(q) for q in self._scopes.qualified_names(func))
+
+
+_DEEPSPEED_LASTS = frozenset(q.rsplit(".", 1)[-1] for q in DEEPSPEED_ENTRY_POINTS)
 
 
 def _one_device(args) -> bool:

@@ -72,6 +72,7 @@ class ValueFlow:
         self._methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = {}
         self._bases: dict[cst.ClassDef, list[cst.ClassDef]] = {}
         self._returned: dict[cst.FunctionDef, list | None] = {}
+        self._call_functions: dict[int, cst.FunctionDef | None] | None = None
         self._index(module)
         #: names of the methods of the module's classes (`x.append()` is none of them)
         self.method_names = frozenset(f.name.value for f in self.owner)
@@ -110,6 +111,12 @@ class ValueFlow:
                     elif isinstance(value, cst.Attribute):
                         self.escaped.add("." + value.attr.value)
                 todo.append((child, function, None))
+
+    def function_of_call(self, call: cst.Call) -> cst.FunctionDef | None:
+        """The function `call` is written in (None: module level, or not a call of this module)."""
+        if self._call_functions is None:
+            self._call_functions = {id(c): f for c, f in self.calls}
+        return self._call_functions.get(id(call))
 
     def module_values(self, node: cst.BaseExpression) -> tuple[cst.CSTNode, ...]:
         """The values a module-level name has once the module has run."""

@@ -15,7 +15,8 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Optional
 
 from ddplint.analysis import catalogue
-from ddplint.analysis.names import last_name
+from ddplint.analysis.names import dotted_name, last_name
+from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
@@ -238,3 +239,37 @@ def _cuda_index(node: cst.BaseExpression) -> cst.BaseExpression | None:
 def _mentions_rank(node: cst.CSTNode) -> bool:
     text = cst.Module([]).code_for_node(node).lower()
     return "rank" in text or "gpu" in text
+
+
+_ENV_READERS = frozenset({"os.environ.get", "environ.get", "os.getenv", "getenv", "os.environ.setdefault", "environ.setdefault"})
+
+
+def environment_reads(module: cst.CSTNode) -> frozenset[str]:
+    """The environment variables `module` (or any subtree) reads, by their literal
+    names: ``os.environ["LOCAL_RANK"]``, ``os.environ.get(...)``,
+    ``os.getenv(...)``, ``"LOCAL_RANK" in os.environ``. Assignments
+    (``os.environ["LOCAL_RANK"] = str(args.local_rank)``) are writes, not reads.
+    Read by text (``environ``, ``getenv``), so imports inside functions count."""
+    written: set[int] = set()
+    found: set[str] = set()
+    for node in descendants(module):
+        if isinstance(node, cst.Assign):
+            written.update(id(t.target) for t in node.targets)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.Del)):
+            written.add(id(node.target))
+        elif isinstance(node, cst.Subscript) and id(node) not in written and _is_environ(node.value):
+            key = node.slice[0].slice if len(node.slice) == 1 else None
+            if isinstance(key, cst.Index) and _string(key.value) is not None:
+                found.add(_string(key.value))  # type: ignore[arg-type]
+        elif isinstance(node, cst.Call) and node.args and dotted_name(node.func) in _ENV_READERS:
+            key = _string(node.args[0].value)
+            if key is not None:
+                found.add(key)
+        elif isinstance(node, cst.Comparison) and _string(node.left) is not None:
+            if any(isinstance(c.operator, cst.In) and _is_environ(c.comparator) for c in node.comparisons):
+                found.add(_string(node.left))  # type: ignore[arg-type]
+    return frozenset(found)
+
+
+def _is_environ(node: cst.BaseExpression) -> bool:
+    return dotted_name(node) in ("os.environ", "environ")

@@ -14,6 +14,11 @@ An expression is typed by what is visible, strongest first:
 
 Answers are sets: a module importing both Lightning and transformers leaves
 a bare ``trainer`` either; the caller asks about one (type, method) pair.
+
+What an accelerate `Accelerator` was given to prepare is followed too
+(`prepared_arguments`): ``model, opt, loader = accelerator.prepare(model,
+opt, loader)`` binds each name to the object prepared from the argument in
+its position, seen through parameters, attributes and helper returns.
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ import functools
 import re
 from typing import TYPE_CHECKING
 
-from ddplint.analysis.catalogue import FRAMEWORK_TYPES, FrameworkType
+from ddplint.analysis.catalogue import ACCELERATOR, FRAMEWORK_TYPES, PREPARE_METHODS, FrameworkType
 from ddplint.analysis.names import last_name
+from ddplint.analysis.tree import descendants
 from ddplint.analysis.values import is_constructor_call
 from ddplint.lazy import cst
 
@@ -115,3 +121,65 @@ def _imported_packages(source: str) -> frozenset[str]:
     """The top-level packages the module imports, anywhere in it (training
     scripts import inside ``main()`` too)."""
     return frozenset(a or b for a, b in _IMPORT.findall(source))
+
+
+def is_accelerator(node: cst.BaseExpression, ctx: ModelView) -> bool:
+    """Whether `node` holds an accelerate `Accelerator` (built from the class,
+    annotated with it, or called ``accelerator`` in a module importing accelerate)."""
+    return ACCELERATOR in framework_types(node, ctx)
+
+
+def prepare_call(node: cst.CSTNode, ctx: ModelView) -> bool:
+    """``accelerator.prepare(...)`` (``prepare_data_loader``, ``prepare_scheduler``)."""
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in PREPARE_METHODS
+        and is_accelerator(node.func.value, ctx)
+    )
+
+
+def prepared_arguments(node: cst.BaseExpression, ctx: ModelView) -> tuple[cst.BaseExpression, ...]:
+    """The arguments of ``accelerator.prepare(...)`` whose prepared object
+    `node` may hold here: ``loader = accelerator.prepare(loader)``, the
+    position of a name in ``a, b = accelerator.prepare(x, y)``, through
+    parameters, ``self.x`` and helper returns. Empty when it holds none."""
+    unpacked = _unpacked_prepares(ctx)
+    found: dict[int, cst.BaseExpression] = {}
+    for origin in {id(o): o for o in (node, *ctx.origins(node))}.values():
+        if isinstance(origin, cst.Call) and prepare_call(origin, ctx):
+            candidates = [(origin, 0)]
+        elif isinstance(origin, (cst.Name, cst.Attribute)):
+            candidates = unpacked.get(ctx.module.code_for_node(origin), [])
+        else:
+            candidates = []
+        for call, index in candidates:
+            positional = [a.value for a in call.args if a.keyword is None and not a.star]
+            if index < len(positional):
+                found[id(positional[index])] = positional[index]
+    return tuple(found.values())
+
+
+def _unpacked_prepares(ctx: ModelView) -> dict[str, list[tuple[cst.Call, int]]]:
+    """The targets of ``a, self.b = accelerator.prepare(x, y)`` anywhere in
+    the module, by their text, with the call and their position."""
+    cached = _UNPACKED.get(id(ctx.module))
+    if cached is not None and cached[0] is ctx.module:
+        return cached[1]
+    table: dict[str, list[tuple[cst.Call, int]]] = {}
+    for statement in descendants(ctx.module):
+        if isinstance(statement, cst.Assign) and isinstance(statement.value, cst.Call):
+            for target in statement.targets:
+                if isinstance(target.target, (cst.Tuple, cst.List)) and prepare_call(statement.value, ctx):
+                    for index, element in enumerate(target.target.elements):
+                        if isinstance(element, cst.StarredElement):
+                            break
+                        text = ctx.module.code_for_node(element.value)
+                        table.setdefault(text, []).append((statement.value, index))
+    _UNPACKED.clear()
+    _UNPACKED[id(ctx.module)] = (ctx.module, table)
+    return table
+
+
+#: The last module's table (one module is linted at a time).
+_UNPACKED: dict[int, tuple[cst.Module, dict]] = {}

@@ -93,3 +93,34 @@ def dotted(name: str) -> cst.BaseExpression:
 def method_call(receiver: cst.BaseExpression, method: str) -> cst.Call:
     """`receiver.method()`, parenthesizing the receiver when it needs it."""
     return cst.Call(func=cst.Attribute(value=parenthesized(receiver), attr=cst.Name(method)))
+
+
+def with_arg_after(call: cst.Call, arg: cst.Arg, new: cst.Arg) -> cst.Call:
+    """`call` with `new` inserted right after `arg` (``f(a, b)`` -> ``f(a, new, b)``)."""
+    args = list(call.args)
+    index = next(i for i, a in enumerate(args) if a is arg)
+    args[index : index + 1] = [arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), new.with_changes(comma=arg.comma)]
+    return call.with_changes(args=args)
+
+
+def with_keyword(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """`call` with keyword `name` set to `value`: replaced where it is passed, appended otherwise."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return with_arg_value(call, arg, value)
+    equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    return with_arg_after(call, call.args[-1], cst.Arg(value, keyword=cst.Name(name), equal=equal))
+
+
+def with_string_after(call: cst.Call, arg: cst.Arg, text: str) -> cst.Call:
+    """`call` with the string `text` inserted after the string argument `arg`,
+    in `arg`'s quotes (an argparse flag's second spelling)."""
+    quote = arg.value.quote if isinstance(arg.value, cst.SimpleString) else '"'
+    return with_arg_after(call, arg, cst.Arg(cst.SimpleString(f"{quote}{text}{quote}")))
+
+
+def with_env_default(call: cst.Call, variable: str, fallback: cst.BaseExpression | None, default: str) -> cst.Call:
+    """`call` with ``default=int(os.environ.get(variable, <fallback>))``: the
+    old default (`fallback`, `default` when none is passed) stays the fallback."""
+    shown = cst.Module([]).code_for_node(fallback) if fallback is not None else default
+    return with_keyword(call, "default", cst.parse_expression(f'int(os.environ.get("{variable}", {shown}))'))

@@ -137,6 +137,12 @@ class SemanticModel:
         return self._distributed.one_process
 
     @property
+    def deepspeed_launched(self) -> bool:
+        """The module calls `deepspeed.initialize` or `deepspeed.add_config_arguments`:
+        the DeepSpeed launcher starts it (final after the walk)."""
+        return self._distributed.deepspeed_launched
+
+    @property
     def in_distributed_context(self) -> bool:
         """Whether the module is distributed code; final after the walk."""
         if self._distributed.one_process:
