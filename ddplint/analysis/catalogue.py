@@ -364,3 +364,21 @@ BUILTINS_MODULES = frozenset({"builtins", "__builtin__"})
 #: Calls that configure what a `logging` logger emits: under a rank test (or
 #: given a rank-dependent level), the logger speaks on some ranks only.
 LOGGING_CONFIGURATION = frozenset({"addHandler", "setLevel", "addFilter", "basicConfig"})
+
+# ---------------------------------------------------------------- per-rank values (DDP027)
+
+#: Name parts of values each rank computes from its own batch: a loss, a metric.
+LOCAL_VALUE_WORDS = frozenset({
+    "loss", "losses", "acc", "accuracy", "metric", "metrics", "score", "ppl", "perplexity", "f1", "bleu",
+    "rouge", "auc", "psnr", "ssim", "iou", "miou", "top1", "top5", "wer", "cer", "error", "err",
+})  # fmt: skip
+#: Name parts that make such a name something else (`loss_scale`, `loss_fn`, `metric_name`).
+NOT_LOCAL_VALUE_WORDS = frozenset({
+    "scale", "scaler", "fn", "func", "type", "name", "names", "weight", "weights", "coef", "lambda", "cfg",
+    "config", "patience", "threshold", "delta", "tol", "key", "keys", "mode", "log", "logger", "dict", "history",
+    "list", "file", "path", "count", "counter", "fns", "module", "criterion", "meter", "tracker",
+})  # fmt: skip
+#: Parts of function and method names that make a value the same on every rank
+#: (`reduce_tensor`, `all_reduce_mean`, `synchronize_between_processes`, torchmetrics' `compute`).
+REDUCING_WORDS = ("reduce", "gather", "broadcast", "sync", "allreduce", "all_mean", "across", "world_mean")
+REDUCING_METHODS = frozenset({"compute"})
