@@ -382,3 +382,22 @@ NOT_LOCAL_VALUE_WORDS = frozenset({
 #: (`reduce_tensor`, `all_reduce_mean`, `synchronize_between_processes`, torchmetrics' `compute`).
 REDUCING_WORDS = ("reduce", "gather", "broadcast", "sync", "allreduce", "all_mean", "across", "world_mean")
 REDUCING_METHODS = frozenset({"compute"})
+
+# ---------------------------------------------------------------- rank-sharded streams (DDP030)
+
+#: Words of names (and of environment keys) that show code reading its rank or
+#: the number of ranks: `get_rank`, `world_size`, `num_replicas`, `shard_id`,
+#: `split_dataset_by_node`, webdataset's `split_by_node`, `os.environ["RANK"]`.
+RANK_READ_WORDS = frozenset({
+    "rank", "ranks", "world", "replica", "replicas", "shard", "shards", "sharded", "sharding", "node", "nodes",
+    "processes", "hvd", "horovod",
+})  # fmt: skip
+#: Hugging Face `datasets` loaders that stream with `streaming=True`.
+HF_LOAD_DATASET = frozenset({"datasets.load_dataset", "datasets.load.load_dataset"})
+#: Methods of a Hugging Face dataset that return another dataset over the same stream.
+HF_DATASET_METHODS = frozenset({
+    "map", "filter", "shuffle", "take", "skip", "with_format", "rename_column", "rename_columns",
+    "remove_columns", "select_columns", "cast", "cast_column", "batch", "add_column",
+})  # fmt: skip
+#: Calls that return a stream (an IterableDataset a sampler cannot split), by their own name.
+STREAM_FACTORIES = frozenset({"split_dataset_by_node", "WebDataset", "WebLoader", "DataPipeline", "StreamingDataset", "to_iterable_dataset"})

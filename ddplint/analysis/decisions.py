@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 from ddplint.analysis.catalogue import LOCAL_VALUE_WORDS, NOT_LOCAL_VALUE_WORDS, REDUCING_METHODS, REDUCING_WORDS
 from ddplint.analysis.collectives import collective_name
-from ddplint.analysis.names import dotted_name, last_name
+from ddplint.analysis.names import dotted_name, last_name, name_words
 from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
 
@@ -38,12 +38,6 @@ _COMPUTING = ("torch.", "math.", "numpy.", "np.", "builtins.", "statistics.")
 #: Builtins that build a constant from a literal: `float("inf")`.
 _CONSTANT_BUILDERS = frozenset({"float", "int", "bool", "str"})
 _DEPTH = 4
-
-
-def name_words(name: str) -> set[str]:
-    """The lower-case words of an identifier: `val_loss` -> {val, loss}, `acc1` -> {acc1, acc}."""
-    words = {w for w in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name) if w}
-    return {w.lower() for w in words} | {w.rstrip("0123456789").lower() for w in words}
 
 
 def looks_local(dotted: str) -> bool:
