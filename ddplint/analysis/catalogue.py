@@ -401,3 +401,18 @@ HF_DATASET_METHODS = frozenset({
 })  # fmt: skip
 #: Calls that return a stream (an IterableDataset a sampler cannot split), by their own name.
 STREAM_FACTORIES = frozenset({"split_dataset_by_node", "WebDataset", "WebLoader", "DataPipeline", "StreamingDataset", "to_iterable_dataset"})
+
+# ---------------------------------------------------------------- full state dicts (DDP032)
+
+_FSDP_API = ("torch.distributed.fsdp", "torch.distributed.fsdp.api", "torch.distributed.fsdp.fully_sharded_data_parallel")
+#: `StateDictType.FULL_STATE_DICT`, as FSDP1 exports it.
+FULL_STATE_DICT = frozenset(f"{m}.StateDictType.FULL_STATE_DICT" for m in _FSDP_API)
+FULL_STATE_DICT_CONFIG = frozenset(f"{m}.FullStateDictConfig" for m in _FSDP_API)
+#: `FSDP.state_dict_type(module, type, config)` and `FSDP.set_state_dict_type(...)`.
+STATE_DICT_TYPE_SETTERS = frozenset(
+    f"{m}.{cls}.{method}" for m in ("torch.distributed.fsdp", "torch.distributed.fsdp.fully_sharded_data_parallel")
+    for cls in ("FullyShardedDataParallel",) for method in ("state_dict_type", "set_state_dict_type")
+)  # fmt: skip
+STATE_DICT_OPTIONS = frozenset({"torch.distributed.checkpoint.state_dict.StateDictOptions"})
+#: What a full state dict needs so that one rank, not every GPU, holds the whole model.
+FULL_STATE_DICT_SAFE = {"FullStateDictConfig": ("offload_to_cpu", "rank0_only"), "StateDictOptions": ("cpu_offload",)}

@@ -29,6 +29,11 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from ddplint.analysis.catalogue import (
     BACKEND_DEPENDENT,
+    FULL_STATE_DICT,
+    FULL_STATE_DICT_CONFIG,
+    FULL_STATE_DICT_SAFE,
+    STATE_DICT_OPTIONS,
+    STATE_DICT_TYPE_SETTERS,
     BUFFERED_LAYERS,
     BUFFERLESS_LAYERS,
     FABRIC,
@@ -826,3 +831,69 @@ def _required(test: cst.BaseExpression, value: bool) -> list[tuple[str, bool]]:
         if isinstance(test.operator, cst.Or) and not value:
             return _required(test.left, False) + _required(test.right, False)
     return []
+
+
+# ---------------------------------------------------------------- full state dicts
+
+
+@dataclass(frozen=True)
+class FullGather:
+    """A full state dict requested so that every rank gathers the whole model
+    on its GPU: the request, the config call (`FullStateDictConfig(...)`,
+    `StateDictOptions(...)`, None when no config is passed) and the keywords
+    it lacks (`offload_to_cpu`, `rank0_only`; `cpu_offload`)."""
+
+    request: cst.Call
+    config: cst.Call | None
+    missing: tuple[str, ...]
+
+
+def full_state_dict_gather(call: cst.Call, ctx: ModelView) -> FullGather | None:
+    """`FSDP.state_dict_type(m, StateDictType.FULL_STATE_DICT[, cfg])` (and
+    `set_state_dict_type`) without `FullStateDictConfig(offload_to_cpu=True,
+    rank0_only=True)`, or `StateDictOptions(full_state_dict=True)` without
+    `cpu_offload=True` (unless it loads: `broadcast_from_rank0=True`). None
+    when the config cannot be read (a name bound elsewhere)."""
+    names = ctx.qualified_names(call.func)
+    if names & STATE_DICT_OPTIONS:
+        if _literal_keyword(call, "full_state_dict") is not True or _literal_keyword(call, "broadcast_from_rank0") is True:
+            return None
+        return _full_gather(call, call)
+    if not names & STATE_DICT_TYPE_SETTERS:
+        return None
+    bound = {a.keyword.value if a.keyword else i: a.value for i, a in enumerate(call.args) if not a.star}
+    kind = bound.get("state_dict_type", bound.get(1))
+    if kind is None or not ctx.qualified_names(kind) & FULL_STATE_DICT:
+        return None
+    config = bound.get("state_dict_config", bound.get(2))
+    if config is None:
+        return FullGather(call, None, FULL_STATE_DICT_SAFE["FullStateDictConfig"])
+    if isinstance(config, cst.Name):
+        values = ctx.values_of(config)
+        config = values[0] if len(values) == 1 else None
+    if not isinstance(config, cst.Call) or not ctx.qualified_names(config.func) & FULL_STATE_DICT_CONFIG:
+        return None
+    return _full_gather(call, config)
+
+
+def _full_gather(request: cst.Call, config: cst.Call) -> FullGather | None:
+    needed = FULL_STATE_DICT_SAFE[last_name(config.func) or ""] if last_name(config.func) in FULL_STATE_DICT_SAFE else ()
+    missing = tuple(k for k in needed if _literal_keyword(config, k) is False)  # (not `rank0_only=args.flag`)
+    return FullGather(request, config, missing) if missing else None
+
+
+def _literal_keyword(call: cst.Call, keyword: str) -> bool | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            value = arg.value
+            return value.value == "True" if isinstance(value, cst.Name) and value.value in ("True", "False") else None
+    return False
+
+
+def fsdp1_model(node: cst.BaseExpression, ctx: ModelView) -> bool:
+    """A name bound only to `FullyShardedDataParallel(...)` (FSDP1, whose
+    `state_dict()` gathers the full model by default; FSDP2's gives DTensor shards)."""
+    values = ctx.values_of(node) if isinstance(node, cst.Name) else ()
+    return bool(values) and all(
+        isinstance(v, cst.Call) and bool(ctx.qualified_names(v.func) & FSDP_CLASSES) for v in values
+    )  # fmt: skip
