@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ddplint.analysis.callgraph import enclosing_loops
-from ddplint.analysis.decisions import following
 from ddplint.analysis.guards import Site
 from ddplint.lazy import cst
 from ddplint.model import Severity
@@ -42,22 +41,25 @@ class UnreducedStopDecision(Rule):
     ## Example
 
     ```python
-    for epoch in range(epochs):
-        train_one_epoch(ddp_model, loader)  # backward: an all-reduce
-        val_loss = evaluate(ddp_model, val_loader)  # this rank's shard only
-        if val_loss > best + tolerance:
-            break
+    def fit(ddp_model, loader, val_loader, optimizer, epochs, tolerance):
+        best = float("inf")
+        for epoch in range(epochs):
+            for x, y in loader:
+                F.cross_entropy(ddp_model(x), y).backward()  # DDP all-reduces the gradients
+                optimizer.step()
+            val_loss = sum(F.cross_entropy(ddp_model(x), y).item() for x, y in val_loader)  # this rank's shard
+            if val_loss > best + tolerance:
+                break
+            best = min(best, val_loss)
     ```
 
     ## Use instead
 
     ```python
-    for epoch in range(epochs):
-        train_one_epoch(ddp_model, loader)
-        val_loss = torch.tensor(evaluate(ddp_model, val_loader), device=device)
-        dist.all_reduce(val_loss, op=dist.ReduceOp.AVG)  # every rank decides on the same number
-        if val_loss.item() > best + tolerance:
-            break
+            val_loss = torch.tensor(sum(F.cross_entropy(ddp_model(x), y).item() for x, y in val_loader))
+            dist.all_reduce(val_loss)  # every rank decides on the same number
+            if val_loss.item() > best + tolerance:
+                break
     ```
 
     ## References
@@ -84,62 +86,20 @@ class UnreducedStopDecision(Rule):
         ctx = self.ctx
         if site.single_process or ctx.one_process_group or ctx.rank.selects_ranks(site.guards):
             return  # one process, or an exit some ranks take: DDP001's
-        if _in_lightning(ctx):
+        decision = ctx.per_rank_values.unreduced_exit(node, ctx.stack, site.function, site.loops)
+        if decision is None:
             return
-        values = ctx.per_rank_values
-        loop = site.loops[0]
-        for test in _tests_up_to(ctx.stack, loop):
-            value = values.unreduced(test, site.function)
-            if value is None or ctx.rank.expression_is_rank_dependent(test):
-                continue
-            if isinstance(node, cst.Continue):
-                collective = values.reaches_collective(_rest_of_body(ctx.stack, loop), site.function)
-            else:
-                collective = values.reaches_collective((loop,), site.function)
-                if collective is None and isinstance(node, cst.Break):
-                    collective = values.reaches_collective(following(ctx.stack, loop), site.function)
-            if collective is not None:
-                self._report(node, test, value, collective)
-            return
-
-    check_Continue = check_Return = check_Break
-
-    def _report(self, node: cst.CSTNode, test: cst.CSTNode, value: str, collective: str) -> None:
-        code = self.ctx.module.code_for_node
-        leave = code(node).strip().split()[0]
+        test, value, collective = self.ctx.module.code_for_node(decision.test), decision.value, decision.collective
         what = (
             f"ranks where it holds skip {collective}, which the others enter: their collectives no longer match"
-            if leave == "continue"
+            if decision.leave == "continue"
             else f"ranks where it holds leave, and the others enter {collective} and wait for them forever"
         )
         self.report(
             node,
-            f"`{leave}` depends on `{code(test)}`, and `{value}` holds this rank's own, unreduced number, so ranks "
-            f"decide differently: {what}; all-reduce `{value}` (or broadcast the decision from rank 0) first",
-            related=((test, "the condition on a per-rank value"),),
+            f"`{decision.leave}` depends on `{test}`, and `{value}` holds this rank's own, unreduced number, so "
+            f"ranks decide differently: {what}; all-reduce `{value}` (or broadcast the decision from rank 0) first",
+            related=((decision.test, "the condition on a per-rank value"),),
         )
 
-
-def _tests_up_to(stack: list[cst.CSTNode], loop: cst.CSTNode) -> list[cst.CSTNode]:
-    """The tests of the `if`s around the exit inside the loop, innermost first."""
-    index = next(i for i, n in enumerate(stack) if n is loop)
-    return [n.test for n in reversed(stack[index + 1 :]) if isinstance(n, cst.If)]
-
-
-def _rest_of_body(stack: list[cst.CSTNode], loop: cst.CSTNode) -> list[cst.CSTNode]:
-    """The statements of the loop body after the one holding the exit."""
-    index = next(i for i, n in enumerate(stack) if n is loop)
-    block, child = stack[index + 1], stack[index + 2]
-    body = list(block.body)
-    return body[body.index(child) + 1 :] if child in body else []
-
-
-def _in_lightning(ctx) -> bool:
-    """A method of a Lightning module or callback: Lightning decides when to stop."""
-    for node in ctx.stack:
-        if isinstance(node, cst.ClassDef) and any(
-            "lightning" in (q or "") or "Callback" in ctx.module.code_for_node(b.value)
-            for b in node.bases for q in ctx.qualified_names(b.value) | {None}
-        ):
-            return True
-    return False
+    check_Continue = check_Return = check_Break

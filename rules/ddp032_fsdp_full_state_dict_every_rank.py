@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.collectives import STATE_DICT_TYPE_SETTERS, FullGather, fsdp1_model, full_state_dict_gather
-from ddplint.analysis.names import last_name
-from ddplint.analysis.rewrite import ProposedFix
-from ddplint.analysis.tree import descendants
+from ddplint.analysis.collectives import default_full_state_dict, full_state_dict_gather
+from ddplint.analysis.rewrite import ProposedFix, with_keywords
 from ddplint.lazy import cst
 from ddplint.model import Applicability, Severity
 from ddplint.rule import Rule
-
-
-#: Calls that gather a state dict under a `state_dict_type` setting.
-_GATHERING = frozenset({"state_dict", "optim_state_dict", "full_optim_state_dict"})
 
 
 class FsdpFullStateDictEveryRank(Rule):
@@ -43,6 +37,8 @@ class FsdpFullStateDictEveryRank(Rule):
     ## Example
 
     ```python
+    from torch.distributed.fsdp import StateDictType
+
     with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT):
         state = model.state_dict()
     if rank == 0:
@@ -52,6 +48,8 @@ class FsdpFullStateDictEveryRank(Rule):
     ## Use instead
 
     ```python
+    from torch.distributed.fsdp import FullStateDictConfig, StateDictType
+
     config = FullStateDictConfig(offload_to_cpu=True, rank0_only=True)
     with FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, config):
         state = model.state_dict()  # on rank 0's CPU; empty elsewhere
@@ -85,9 +83,20 @@ class FsdpFullStateDictEveryRank(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         gather = full_state_dict_gather(node, ctx)
-        if gather is not None and not self._loads(node):
-            self._report_request(gather)
-        elif self._unset_full_state_dict(node):
+        if gather is not None:
+            missing = ", ".join(f"{k}=True" for k in gather.missing)
+            where = f"`{ctx.module.code_for_node(gather.config)}`" if gather.config is not None else "the full state dict"
+            fix = None
+            if gather.config is not None:
+                unsafe = Applicability.UNSAFE if "rank0_only" in gather.missing else Applicability.SAFE
+                fix = ProposedFix(f"Add `{missing}`", ((gather.config, with_keywords(gather.config, gather.missing)),), unsafe)
+            self.report(
+                node,
+                f"{where} lacks `{missing}`: every rank gathers the whole model on its GPU, and the first "
+                f"checkpoint of a model that needed FSDP runs out of memory; pass `{missing}`",
+                fix=fix,
+            )
+        elif default_full_state_dict(node, ctx):
             self.report(
                 node,
                 f"`{ctx.module.code_for_node(node)}` of an FSDP model is saved outside any `state_dict_type`: FSDP's "
@@ -95,69 +104,3 @@ class FsdpFullStateDictEveryRank(Rule):
                 "model; wrap it in `FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, "
                 "FullStateDictConfig(offload_to_cpu=True, rank0_only=True))`",
             )
-
-    def _report_request(self, gather: FullGather) -> None:
-        code = self.ctx.module.code_for_node
-        missing = ", ".join(f"{k}=True" for k in gather.missing)
-        where = f"`{code(gather.config)}`" if gather.config is not None else "the full state dict"
-        self.report(
-            gather.request,
-            f"{where} lacks `{missing}`: every rank gathers the whole model on its GPU, and the first "
-            f"checkpoint of a model that needed FSDP runs out of memory; pass `{missing}`",
-            fix=_fix(gather) if gather.config is not None else None,
-        )
-
-    def _loads(self, node: cst.Call) -> bool:
-        """`with FSDP.state_dict_type(...):` around loading only (no `state_dict()` to gather)."""
-        statement = self.ctx.statement()
-        if not isinstance(statement, cst.With) or not self.ctx.qualified_names(node.func) & STATE_DICT_TYPE_SETTERS:
-            return False
-        return not any(
-            isinstance(n, cst.Call) and last_name(n.func) in _GATHERING for n in descendants(statement.body)
-        )  # fmt: skip
-
-    def _unset_full_state_dict(self, node: cst.Call) -> bool:
-        func = node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "state_dict" and not node.args):
-            return False
-        ctx = self.ctx
-        if "set_state_dict_type" in ctx.source or not fsdp1_model(func.value, ctx):
-            return False
-        if any(
-            isinstance(n, cst.With) and any(last_name(i.item.func) == "state_dict_type" for i in n.items if isinstance(i.item, cst.Call))
-            for n in ctx.stack
-        ):
-            return False  # inside `with FSDP.state_dict_type(...)`: the request is judged there
-        return _saved(node, ctx)
-
-
-def _saved(node: cst.Call, ctx) -> bool:
-    """The state dict reaches `torch.save`: as (part of) its argument, or through a name saved in the function."""
-    names = set()
-    for parent in reversed(ctx.stack[:-1]):
-        if isinstance(parent, cst.Call) and ctx.qualified_name(parent.func) == "torch.save":
-            return True
-        if isinstance(parent, cst.Assign):
-            names |= {t.target.value for t in parent.targets if isinstance(t.target, cst.Name)}
-        if isinstance(parent, cst.FunctionDef):
-            saves = [n for n in descendants(parent.body) if isinstance(n, cst.Call) and ctx.qualified_name(n.func) == "torch.save"]
-            return any(isinstance(n, cst.Name) and n.value in names for s in saves for n in descendants(s))
-    return False
-
-
-def _fix(gather: FullGather) -> ProposedFix:
-    config = gather.config
-    added = [cst.Arg(keyword=cst.Name(k), value=cst.Name("True"), equal=cst.AssignEqual(
-        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))) for k in gather.missing]
-    args = list(config.args)
-    if args:
-        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    for arg in added[:-1]:
-        args.append(arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
-    args.append(added[-1])
-    unsafe = "rank0_only" in gather.missing
-    return ProposedFix(
-        f"Add `{', '.join(f'{k}=True' for k in gather.missing)}`",
-        ((config, config.with_changes(args=args)),),
-        Applicability.UNSAFE if unsafe else Applicability.SAFE,
-    )

@@ -99,6 +99,7 @@ STOP_ON_REDUCED_LOSS = STOP_ON_LOCAL_LOSS.replace(
 
 
 def test_ddp027_flags_the_local_decision_and_not_the_reduced_one() -> None:
+    assert STOP_ON_REDUCED_LOSS != STOP_ON_LOCAL_LOSS
     local = STOP_ON_LOCAL_LOSS.replace("LINGER", "0")
     reduced = STOP_ON_REDUCED_LOSS.replace("LINGER", "0")
     assert [f.span.line for f in lint(local, select=["DDP027"])] == [local.splitlines().index("            break") + 1]
@@ -119,3 +120,57 @@ def test_ddp027_a_stop_on_the_reduced_loss_is_taken_by_every_rank(tmp_path) -> N
     out = _run_source(tmp_path, STOP_ON_REDUCED_LOSS.replace("LINGER", "0"))
     # The mean (0.5) is the same everywhere: both ranks stop at the same step.
     assert out == {0: "left after 0 all-reduces", 1: "left after 0 all-reduces"}, out
+
+
+# ---------------------------------------------------------------- DDP030
+
+STREAM = textwrap.dedent(
+    """
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+
+    class Numbers(IterableDataset):
+        def __iter__(self):
+            info = get_worker_info()  # splits across workers only
+            for i in range(16):
+                if info is None or i % info.num_workers == info.id:
+                    yield i
+
+
+    def train(rank, group, out):
+        model = DistributedDataParallel(torch.nn.Linear(1, 1), process_group=group)
+        train_loader = DataLoader(Numbers(), batch_size=4)
+        seen = []
+        for batch in train_loader:
+            model(batch.float().unsqueeze(1)).sum().backward()
+            seen += [int(x) for x in batch]
+        out[rank] = seen
+    """
+)
+
+SHARDED_STREAM = STREAM.replace(
+    "            if info is None or i % info.num_workers == info.id:\n",
+    "            if i % dist.get_world_size() == dist.get_rank():\n",
+)
+
+
+def test_ddp030_flags_the_unsharded_stream_and_not_the_sharded_one() -> None:
+    assert SHARDED_STREAM != STREAM
+    line = STREAM.splitlines().index("    train_loader = DataLoader(Numbers(), batch_size=4)") + 1
+    assert [f.span.line for f in lint(STREAM, select=["DDP030"])] == [line]
+    assert lint(SHARDED_STREAM, select=["DDP030"]) == []
+
+
+@pytest.mark.slow
+def test_ddp030_every_rank_iterates_the_same_unsharded_stream(tmp_path) -> None:
+    out = _run_source(tmp_path, STREAM)
+    assert out[0] == out[1] == list(range(16)), out
+
+
+@pytest.mark.slow
+def test_ddp030_a_stream_split_by_rank_gives_the_ranks_disjoint_samples(tmp_path) -> None:
+    out = _run_source(tmp_path, SHARDED_STREAM)
+    assert not set(out[0]) & set(out[1]) and sorted(out[0] + out[1]) == list(range(16)), out

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from ddplint.analysis.calls import bind_arguments
 from ddplint.analysis.classes import class_of_instance, imported_bases, inherits_from
 from ddplint.analysis.catalogue import HF_DATASET_METHODS, HF_LOAD_DATASET, RANK_READ_WORDS, STREAM_FACTORIES
-from ddplint.analysis.names import last_name, name_words
+from ddplint.analysis.names import dotted_name, last_name, name_words
 from ddplint.analysis.tree import children, descendants
 from ddplint.lazy import cst
 
@@ -452,3 +452,49 @@ def _owners(module: cst.Module) -> dict[int, cst.FunctionDef]:
         for node in descendants(function.body, into_functions=False):
             owners[id(node)] = function
     return owners
+
+
+def unsharded_stream(dataset: cst.CSTNode, ctx: ModelView) -> str | None:
+    """What a DataLoader's dataset (read where the walk is, after it) streams
+    without ever splitting by rank, as messages show it: an iterable Dataset
+    class of the module that never reads the rank (`shards_by_rank`) and is
+    not built from rank-dependent arguments (`Stream(files[rank::world])`),
+    or a streaming Hugging Face dataset; None otherwise, and None in modules
+    that split a stream some way the data flow does not follow
+    (`split_dataset_by_node`, webdataset's `split_by_node`, `.shard(...)`)."""
+    if any(text in ctx.source for text in _SPLIT_TEXT):
+        return None
+    for origin in (dataset, *ctx.origins(dataset)):
+        classdef = class_of_instance(origin, ctx)
+        if classdef is not None and ctx.data.kind(classdef) == "iterable":
+            if shards_by_rank(classdef, ctx) or _rank_arguments(origin, ctx):
+                return None
+            return f"`{classdef.name.value}`, an IterableDataset that never reads the rank or the world size"
+    source = streaming_source(dataset, ctx)
+    if source is not None:
+        return f"`{ctx.module.code_for_node(source.func)}(..., streaming=True)`, a stream never split by node"
+    return None
+
+
+#: Text that shows a stream split by node some way the data flow does not follow.
+_SPLIT_TEXT = ("split_dataset_by_node", "split_by_node", ".shard(")
+
+
+def _rank_arguments(origin: cst.CSTNode, ctx: ModelView) -> bool:
+    """`Stream(files[rank::world_size])`: the constructor gets this rank's part."""
+    calls = [v for v in (origin, *ctx.values_of(origin)) if isinstance(v, cst.Call)]
+    return any(ctx.rank.expression_is_rank_dependent(a.value) for call in calls for a in call.args)
+
+
+def loader_names(stack: list[cst.CSTNode], dataset: cst.CSTNode | None) -> str:
+    """The names a DataLoader call is known by, to tell a training loader from
+    an evaluation one: what it is assigned to (`val_loader = DataLoader(...)`)
+    and its dataset's name."""
+    names = [dotted_name(dataset)] if dataset is not None else []
+    for node in reversed(stack):
+        if isinstance(node, cst.Assign):
+            names += [dotted_name(t.target) for t in node.targets]
+            break
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            break
+    return " ".join(filter(None, names))

@@ -21,6 +21,7 @@ Both are asked after the walk (DDP027).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 from ddplint.analysis.catalogue import LOCAL_VALUE_WORDS, NOT_LOCAL_VALUE_WORDS, REDUCING_METHODS, REDUCING_WORDS
@@ -46,6 +47,18 @@ def looks_local(dotted: str) -> bool:
     return bool(words & LOCAL_VALUE_WORDS) and not words & NOT_LOCAL_VALUE_WORDS
 
 
+@dataclass(frozen=True)
+class StopDecision:
+    """A loop exit decided on a per-rank value: the exit's keyword (`break`,
+    `return`, `continue`), the condition, the value it reads, and the
+    collective the ranks that go on reach (as shown in messages)."""
+
+    leave: str
+    test: cst.BaseExpression
+    value: str
+    collective: str
+
+
 class PerRankValues:
     """Which values each rank computes on its own, unreduced (asked after the walk)."""
 
@@ -58,12 +71,11 @@ class PerRankValues:
 
     def unreduced(self, test: cst.CSTNode, function: cst.FunctionDef | None) -> str | None:
         """The first per-rank value the condition reads (as written), or None."""
-        if function is None:
-            return None
+        scope = function if function is not None else self.ctx.module  # a script's module-level loop
         for node in _reads(test):
             while isinstance(node, (cst.Name, cst.Attribute)):  # `stopper.early_stop`, then `stopper`
                 dotted = dotted_name(node)
-                if dotted is not None and dotted != "self" and self.state(dotted, function) == LOCAL:
+                if dotted is not None and dotted != "self" and self.state(dotted, scope) == LOCAL:
                     return dotted
                 node = node.value if isinstance(node, cst.Attribute) else None
         return None
@@ -107,7 +119,7 @@ class PerRankValues:
     def _call_state(self, call: cst.Call, function: cst.FunctionDef) -> str:
         if self.reduces(call):
             return SHARED
-        targets = [t for t, _ in self.ctx.flow.call_targets(call, function)]
+        targets = [t for t, _ in self.ctx.flow.call_targets(call, function if isinstance(function, cst.FunctionDef) else None)]
         if targets:  # a helper of the module: shared if it reduces
             return SHARED if any(self._body_reduces(t) for t in targets) else LOCAL
         func = call.func
@@ -156,6 +168,34 @@ class PerRankValues:
             if any(self.value_state(a.value, function, depth + 1) == LOCAL for a in call.args):
                 return True
         return False
+
+    # ------------------------------------------------------------ exits
+
+    def unreduced_exit(self, node: cst.CSTNode, stack: Sequence[cst.CSTNode], function: cst.FunctionDef | None,
+                       loops: Sequence[cst.CSTNode]) -> StopDecision | None:
+        """For a `break`/`return`/`continue` (its ancestors `stack`, the loops
+        around it in its function `loops`, innermost first): the innermost
+        `if` around it inside the loop whose test reads a per-rank value, when
+        the code the other ranks run next reaches a collective: the loop's
+        next pass; after a `break` also what follows the loop; after a
+        `continue`, the rest of the body. None for rank tests (DDP001's) and
+        Lightning modules and callbacks (Lightning decides when to stop)."""
+        if not loops or _in_lightning(stack, self.ctx):
+            return None
+        loop = loops[0]
+        for test in _tests_up_to(stack, loop):
+            value = self.unreduced(test, function)
+            if value is None or self.ctx.rank.expression_is_rank_dependent(test):
+                continue
+            if isinstance(node, cst.Continue):
+                collective = self.reaches_collective(_rest_of_body(stack, loop), function)
+            else:
+                collective = self.reaches_collective((loop,), function)
+                if collective is None and isinstance(node, cst.Break):
+                    collective = self.reaches_collective(following(stack, loop), function)
+            leave = {cst.Break: "break", cst.Continue: "continue"}.get(type(node), "return")
+            return StopDecision(leave, test, value, collective) if collective is not None else None
+        return None
 
     # ------------------------------------------------------------ collectives
 
@@ -211,6 +251,31 @@ def following(stack: Sequence[cst.CSTNode], loop: cst.CSTNode) -> Iterator[cst.C
         child = node
 
 
+def _tests_up_to(stack: Sequence[cst.CSTNode], loop: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The tests of the `if`s around the exit inside the loop, innermost first."""
+    index = next(i for i, n in enumerate(stack) if n is loop)
+    return [n.test for n in reversed(stack[index + 1 :]) if isinstance(n, cst.If)]
+
+
+def _rest_of_body(stack: Sequence[cst.CSTNode], loop: cst.CSTNode) -> list[cst.CSTNode]:
+    """The statements of the loop body after the one holding the exit."""
+    index = next(i for i, n in enumerate(stack) if n is loop)
+    body = list(stack[index + 1].body)
+    child = stack[index + 2]
+    return body[body.index(child) + 1 :] if child in body else []
+
+
+def _in_lightning(stack: Sequence[cst.CSTNode], ctx: ModelView) -> bool:
+    """A method of a Lightning module or callback."""
+    return any(
+        isinstance(node, cst.ClassDef) and any(
+            "Callback" in (dotted_name(b.value) or "") or any("lightning" in (q or "") for q in ctx.qualified_names(b.value))
+            for b in node.bases
+        )
+        for node in stack
+    )  # fmt: skip
+
+
 def _reads(test: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """The names and attribute chains a condition reads, outermost chain only."""
     todo = [test]
@@ -244,13 +309,18 @@ def _is_callee(node: cst.CSTNode, root: cst.CSTNode) -> bool:
     return False
 
 
-def _calls(function: cst.FunctionDef) -> Iterator[cst.Call]:
-    return (n for n in descendants(function.body, into_functions=False) if isinstance(n, cst.Call))
+def _calls(function: cst.FunctionDef | cst.Module) -> Iterator[cst.Call]:
+    return (n for n in descendants(_body(function), into_functions=False) if isinstance(n, cst.Call))
 
 
-def _assigned(function: cst.FunctionDef, dotted: str) -> Iterator[cst.CSTNode]:
-    """The values assigned to `dotted` in `function` (`x = v`, `x += v`, `a, x = v`)."""
-    for node in descendants(function.body, into_functions=False):
+def _body(scope: cst.FunctionDef | cst.Module) -> cst.CSTNode:
+    """A function's body, or a module (whose functions `descendants` can skip)."""
+    return scope.body if isinstance(scope, cst.FunctionDef) else scope
+
+
+def _assigned(function: cst.FunctionDef | cst.Module, dotted: str) -> Iterator[cst.CSTNode]:
+    """The values assigned to `dotted` in `function` (`x = v`, `x += v`, `a, x = v`), or at module level."""
+    for node in descendants(_body(function), into_functions=False):
         if isinstance(node, cst.Assign):
             if any(_binds(t.target, dotted) for t in node.targets):
                 yield node.value
