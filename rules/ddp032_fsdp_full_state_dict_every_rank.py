@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from ddplint.analysis.catalogue import STATE_DICT_REQUESTS
 from ddplint.analysis.collectives import default_full_state_dict, full_state_dict_gather
-from ddplint.analysis.rewrite import ProposedFix, with_keywords
+from ddplint.analysis.guards import Site
+from ddplint.analysis.names import last_name
+from ddplint.analysis.rewrite import keywords_fix
 from ddplint.lazy import cst
 from ddplint.model import Applicability, Severity
 from ddplint.rule import Rule
@@ -21,7 +24,8 @@ class FsdpFullStateDictEveryRank(Rule):
     `torch.save` outside any `state_dict_type` setting (FSDP1's default is a
     full state dict on every GPU).
 
-    Not flagged: sharded and local state dicts, distributed checkpointing
+    Not flagged: requests under a rank guard (DDP001 reports those: the
+    other ranks never join the gather); sharded and local state dicts, distributed checkpointing
     (`torch.distributed.checkpoint`), FSDP2 (`fully_shard`) models, whose
     `state_dict()` holds DTensor shards, options that load
     (`broadcast_from_rank0=True`), flags the linter cannot read.
@@ -78,29 +82,27 @@ class FsdpFullStateDictEveryRank(Rule):
     summary = "A full FSDP state dict gathered on every rank's GPU: the first checkpoint of a large model runs out of memory."
     preview = True
     tokens = ("FULL_STATE_DICT", "full_state_dict", "FullyShardedDataParallel")
+    requires = frozenset({"rank"})
     tags = ("performance", "memory", "checkpoint")
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def trigger_Call(self, node: cst.Call) -> bool:
+        return last_name(node.func) in STATE_DICT_REQUESTS
+
+    def check_Call(self, node: cst.Call, site: Site) -> None:
         ctx = self.ctx
+        if ctx.rank.selects_ranks(site.guards):
+            return  # some ranks gather, the others do not: DDP001's
         gather = full_state_dict_gather(node, ctx)
+        oom = "every rank gathers the whole model on its GPU: the first checkpoint of a large model runs out of memory"
         if gather is not None:
-            missing = ", ".join(f"{k}=True" for k in gather.missing)
-            where = f"`{ctx.module.code_for_node(gather.config)}`" if gather.config is not None else "the full state dict"
-            fix = None
-            if gather.config is not None:
-                unsafe = Applicability.UNSAFE if "rank0_only" in gather.missing else Applicability.SAFE
-                fix = ProposedFix(f"Add `{missing}`", ((gather.config, with_keywords(gather.config, gather.missing)),), unsafe)
-            self.report(
-                node,
-                f"{where} lacks `{missing}`: every rank gathers the whole model on its GPU, and the first "
-                f"checkpoint of a model that needed FSDP runs out of memory; pass `{missing}`",
-                fix=fix,
-            )
+            where = f"`{ctx.module.code_for_node(gather.config)}`" if gather.config else "the full state dict"
+            unsafe = Applicability.UNSAFE if gather.changes_other_ranks else Applicability.SAFE
+            fix = keywords_fix(gather.config, gather.missing, unsafe) if gather.config else None
+            self.report(node, f"{where} lacks `{gather.shown}`: {oom}; pass `{gather.shown}`", fix=fix)
         elif default_full_state_dict(node, ctx):
             self.report(
                 node,
-                f"`{ctx.module.code_for_node(node)}` of an FSDP model is saved outside any `state_dict_type`: FSDP's "
-                "default is a full state dict gathered on every rank's GPU, which runs out of memory for a large "
-                "model; wrap it in `FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, "
+                f"`{ctx.module.code_for_node(node)}` of an FSDP model is saved with FSDP's default full state dict: "
+                f"{oom}; use `FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, "
                 "FullStateDictConfig(offload_to_cpu=True, rank0_only=True))`",
             )

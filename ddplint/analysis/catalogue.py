@@ -414,5 +414,7 @@ STATE_DICT_TYPE_SETTERS = frozenset(
     for cls in ("FullyShardedDataParallel",) for method in ("state_dict_type", "set_state_dict_type")
 )  # fmt: skip
 STATE_DICT_OPTIONS = frozenset({"torch.distributed.checkpoint.state_dict.StateDictOptions"})
+#: The calls (by their own name) that may request a full state dict.
+STATE_DICT_REQUESTS = frozenset({"state_dict", "state_dict_type", "set_state_dict_type", "StateDictOptions"})
 #: What a full state dict needs so that one rank, not every GPU, holds the whole model.
 FULL_STATE_DICT_SAFE = {"FullStateDictConfig": ("offload_to_cpu", "rank0_only"), "StateDictOptions": ("cpu_offload",)}

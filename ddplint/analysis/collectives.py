@@ -848,6 +848,15 @@ class FullGather:
     config: cst.Call | None
     missing: tuple[str, ...]
 
+    @property
+    def shown(self) -> str:
+        return ", ".join(f"{k}=True" for k in self.missing)
+
+    @property
+    def changes_other_ranks(self) -> bool:
+        """Adding what is missing leaves the other ranks an empty dict (`rank0_only`)."""
+        return "rank0_only" in self.missing
+
 
 def full_state_dict_gather(call: cst.Call, ctx: ModelView) -> FullGather | None:
     """`FSDP.state_dict_type(m, StateDictType.FULL_STATE_DICT[, cfg])` (and

@@ -80,6 +80,12 @@ def with_keywords(call: cst.Call, keywords: tuple[str, ...], value: str = "True"
     return call.with_changes(args=args)
 
 
+def keywords_fix(call: cst.Call, keywords: tuple[str, ...], applicability: Applicability) -> ProposedFix:
+    """The fix that appends `keyword=True` to `call` for each of `keywords`."""
+    shown = ", ".join(f"{k}=True" for k in keywords)
+    return ProposedFix(f"Add `{shown}`", ((call, with_keywords(call, keywords)),), applicability)
+
+
 def is_atom(node: cst.BaseExpression) -> bool:
     """Whether `node` can take `.attr` or an operator without parentheses."""
     return bool(node.lpar) or type(node).__name__ in _ATOMS
