@@ -14,7 +14,8 @@ names are not a loss's or a metric's.
 `PerRankValues.unreduced(test, function)` answers for a condition (the test
 of an ``if`` that leaves a loop); `PerRankValues.reaches_collective(nodes,
 function)` whether code reaches a collective (an explicit one, a reducing
-helper, a backward in distributed code), through the module's helpers too.
+helper, a backward in a module that wraps a model in DDP/FSDP/DeepSpeed),
+through the module's helpers too.
 Both are asked after the walk (DDP027).
 """
 
@@ -39,6 +40,7 @@ _COMPUTING = ("torch.", "math.", "numpy.", "np.", "builtins.", "statistics.")
 #: Builtins that build a constant from a literal: `float("inf")`.
 _CONSTANT_BUILDERS = frozenset({"float", "int", "bool", "str"})
 _DEPTH = 4
+_WRAPPERS = re.compile(r"DistributedDataParallel|FullyShardedDataParallel|\bfully_shard\b|\bDDP\(|\bFSDP\(|deepspeed\.initialize")
 
 
 def looks_local(dotted: str) -> bool:
@@ -209,12 +211,19 @@ class PerRankValues:
                     return shown
         return None
 
+    @property
+    def _wraps_models(self) -> bool:
+        """The module wraps a model whose backward all-reduces (DDP, FSDP, a
+        DeepSpeed engine): a backward of some other graph (a latent optimised
+        per sample) is no collective."""
+        return bool(_WRAPPERS.search(self.ctx.source))
+
     def _call_collective(self, call: cst.Call, function: cst.FunctionDef | None, depth: int) -> str | None:
         ctx = self.ctx
         code = ctx.module.code_for_node(call.func)
         if collective_name(call, ctx) is not None or self.reduces(call):
             return f"`{code}()`"
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward":
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward" and self._wraps_models:
             return f"`{code}()` (the gradient all-reduce)"
         if ctx.facts:
             fact = ctx.facts.first(ctx.scopes.imported_qualnames(call.func))
