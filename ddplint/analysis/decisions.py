@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 from ddplint.analysis.catalogue import LOCAL_VALUE_WORDS, NOT_LOCAL_VALUE_WORDS, REDUCING_METHODS, REDUCING_WORDS
-from ddplint.analysis.collectives import collective_name
+from ddplint.analysis.collectives import collective_name, wrapped_model
 from ddplint.analysis.names import dotted_name, last_name, name_words
 from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
@@ -40,6 +40,7 @@ _COMPUTING = ("torch.", "math.", "numpy.", "np.", "builtins.", "statistics.")
 #: Builtins that build a constant from a literal: `float("inf")`.
 _CONSTANT_BUILDERS = frozenset({"float", "int", "bool", "str"})
 _DEPTH = 4
+_EVALUATION = re.compile(r"(?i)eval|valid|test")
 _WRAPPERS = re.compile(r"DistributedDataParallel|FullyShardedDataParallel|\bfully_shard\b|\bDDP\(|\bFSDP\(|deepspeed\.initialize")
 
 
@@ -80,7 +81,16 @@ class PerRankValues:
                 if dotted is not None and dotted != "self" and self.state(dotted, scope) == LOCAL:
                     return dotted
                 node = node.value if isinstance(node, cst.Attribute) else None
+        for call in (n for n in (test, *descendants(test)) if isinstance(n, cst.Call)):
+            if self._evaluates_locally(call, function):  # `if local_loss(model, loader) < tol:`
+                return self.ctx.module.code_for_node(call)
         return None
+
+    def _evaluates_locally(self, call: cst.Call, function: cst.FunctionDef | None) -> bool:
+        """A call of a module helper named like a loss or an evaluation whose body reduces nothing."""
+        targets = [t for t, _ in self.ctx.flow.call_targets(call, function)]
+        named = any(looks_local(t.name.value) or _EVALUATION.search(t.name.value) for t in targets)
+        return named and not any(self._body_reduces(t) for t in targets)
 
     def state(self, dotted: str, function: cst.FunctionDef, depth: int = 0) -> str:
         """SHARED, LOCAL or PLAIN for the name `dotted` read in `function`."""
@@ -225,6 +235,9 @@ class PerRankValues:
             return f"`{code}()`"
         if isinstance(call.func, cst.Attribute) and call.func.attr.value == "backward" and self._wraps_models:
             return f"`{code}()` (the gradient all-reduce)"
+        passed = next((a.value for a in call.args if isinstance(a.value, cst.Name) and wrapped_model(a.value, ctx)), None)
+        if passed is not None:  # `train_one_epoch(ddp_model, ...)`, wherever it is defined
+            return f"`{code}()` (given the wrapped `{passed.value}`, whose forward synchronises the ranks)"
         if ctx.facts:
             fact = ctx.facts.first(ctx.scopes.imported_qualnames(call.func))
             if fact is not None and fact.collective:
