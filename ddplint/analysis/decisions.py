@@ -319,16 +319,10 @@ def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 
 def _is_callee(node: cst.CSTNode, root: cst.CSTNode) -> bool:
-    """Whether `node` is the function part of a call inside `root` (`criterion` in `criterion(x)`)."""
-    for call in (n for n in (root, *descendants(root, into_functions=False)) if isinstance(n, cst.Call)):
-        func = call.func
-        while True:
-            if func is node:
-                return True
-            if not isinstance(func, cst.Attribute):
-                break
-            func = func.value
-    return False
+    """Whether `node` is the function a call inside `root` calls (`criterion` in
+    `criterion(x)`, `F.cross_entropy`); a method's receiver (`loss` in
+    `loss.item()`) is a value and is read."""
+    return any(isinstance(n, cst.Call) and n.func is node for n in (root, *descendants(root, into_functions=False)))
 
 
 def _calls(function: cst.FunctionDef | cst.Module) -> Iterator[cst.Call]:

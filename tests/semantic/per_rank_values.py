@@ -54,5 +54,7 @@ def main(model, loader, criterion, stopper, meter, max_steps):
         dist.all_reduce(epoch_loss)
         if epoch_loss.item() < 0.01:  # unreduced: no
             break
+        epoch_mean = float(epoch_loss.item())  # unreduced: no
+        step_mean = float(loss.item())  # unreduced: yes
         if math.isinf(loss.item()):  # unreduced: yes
             break
