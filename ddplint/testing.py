@@ -19,6 +19,7 @@ from typing import Iterable
 
 import libcst as cst
 
+from ddplint.analysis.decisions import LOCAL
 from ddplint.analysis.guards import Runs, Site
 from ddplint.analysis.scope import ScopeMark
 from ddplint.analysis.semantic import OPTIONAL_ANALYSES
@@ -103,6 +104,28 @@ class ModelOf:
         try:
             with self.model.scopes.restored(mark):
                 return self.model.rank.expression_is_rank_dependent(value)
+        finally:
+            self.model.stack.clear()
+
+
+    def unreduced(self, line: int) -> bool:
+        """Whether the condition of the `if`/`while` on `line` (or the value
+        assigned there) reads a per-rank value: a loss or metric of the rank's
+        own batch that no collective made the same on every rank."""
+        node, site = self._at(line)
+        values = self.model.per_rank_values
+        if isinstance(node, (cst.If, cst.While)):
+            value, ask = node.test, lambda v: values.unreduced(v, site.function) is not None
+        else:
+            body = node.body[0] if isinstance(node, cst.SimpleStatementLine) and node.body else node
+            value, ask = getattr(body, "value", None), lambda v: values.value_state(v, site.function) == LOCAL
+        if value is None or site.function is None:
+            raise ValueError(f"line {line} holds no value in a function")
+        stack, mark = self.positions[node]
+        self.model.stack[:] = stack
+        try:
+            with self.model.scopes.restored(mark):
+                return ask(value)
         finally:
             self.model.stack.clear()
 

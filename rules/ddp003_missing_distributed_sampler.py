@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 
-from ddplint.analysis.classes import class_of_instance
 from ddplint.analysis.collectives import DDP_CLASSES, FSDP_CLASSES
-from ddplint.analysis.data import enclosing_class, is_dataloader, loader_arguments
+from ddplint.analysis.data import enclosing_class, is_dataloader, is_stream, loader_arguments
 from ddplint.analysis.names import dotted_name, last_name
 from ddplint.analysis.rank import Site
 from ddplint.analysis.values import truthiness
@@ -36,7 +35,9 @@ class MissingDistributedSampler(Rule):
     or its dataset is named like one (`train_loader`, `train_dataset`).
 
     Not flagged: any sampler or batch sampler, even one the linter cannot
-    see; an `IterableDataset` of the module (it shards itself); evaluation
+    see; an `IterableDataset` (of the module, a streaming Hugging Face
+    dataset, `split_dataset_by_node`'s): a DataLoader refuses a sampler for
+    one, and whether it splits itself by rank is DDP030's question; evaluation
     loaders (`val_`, `eval_`, `test_` names without `train`); loaders built
     under a rank guard, or where only a one-process run builds them (the
     `else` of `if args.distributed:`, `if not dist.is_initialized():`);
@@ -109,9 +110,8 @@ class MissingDistributedSampler(Rule):
         if args.passes("sampler") or args.passes("batch_sampler"):
             return
         dataset = args.value("dataset")
-        classdef = class_of_instance(dataset, ctx) if dataset is not None else None
-        if classdef is not None and ctx.data.kind(classdef) == "iterable":
-            return
+        if dataset is not None and is_stream(dataset, ctx):
+            return  # an IterableDataset takes no sampler: whether it splits itself by rank is DDP030's
         names_here = " ".join(filter(None, (self._target(), _name_of(dataset))))
         shuffle = args.value("shuffle")
         training = (shuffle is not None and truthiness(shuffle, ctx) is True) or bool(_TRAIN.search(names_here))

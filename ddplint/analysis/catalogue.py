@@ -493,3 +493,56 @@ SCHEDULE_LENGTH_KEYWORDS = frozenset({
 PROCESS_COUNT_WORDS = ("num_processes", "world_size", "num_replicas", "get_world_size", "n_gpu", "num_gpus")
 #: `Accelerator(...)` keywords that make a prepared scheduler step once per call.
 SCHEDULER_STEP_KEYWORDS = frozenset({"split_batches", "step_scheduler_with_optimizer", "dataloader_config"})
+# ---------------------------------------------------------------- per-rank values (DDP027)
+
+#: Name parts of values each rank computes from its own batch: a loss, a metric.
+LOCAL_VALUE_WORDS = frozenset({
+    "loss", "losses", "acc", "accuracy", "metric", "metrics", "score", "ppl", "perplexity", "f1", "bleu",
+    "rouge", "auc", "psnr", "ssim", "iou", "miou", "top1", "top5", "wer", "cer", "error", "err",
+})  # fmt: skip
+#: Name parts that make such a name something else (`loss_scale`, `loss_fn`, `metric_name`).
+NOT_LOCAL_VALUE_WORDS = frozenset({
+    "scale", "scaler", "fn", "func", "type", "name", "names", "weight", "weights", "coef", "lambda", "cfg",
+    "config", "patience", "threshold", "delta", "tol", "key", "keys", "mode", "log", "logger", "dict", "history",
+    "list", "file", "path", "count", "counter", "fns", "module", "criterion", "meter", "tracker",
+})  # fmt: skip
+#: Parts of function and method names that make a value the same on every rank
+#: (`reduce_tensor`, `all_reduce_mean`, `synchronize_between_processes`, torchmetrics' `compute`).
+REDUCING_WORDS = ("reduce", "gather", "broadcast", "sync", "allreduce", "all_mean", "across", "world_mean")
+REDUCING_METHODS = frozenset({"compute"})
+
+# ---------------------------------------------------------------- rank-sharded streams (DDP030)
+
+#: Words of names (and of environment keys) that show code reading its rank or
+#: the number of ranks: `get_rank`, `world_size`, `num_replicas`, `shard_id`,
+#: `split_dataset_by_node`, webdataset's `split_by_node`, `os.environ["RANK"]`.
+RANK_READ_WORDS = frozenset({
+    "rank", "ranks", "world", "replica", "replicas", "shard", "shards", "sharded", "sharding", "node", "nodes",
+    "processes", "hvd", "horovod",
+})  # fmt: skip
+#: Hugging Face `datasets` loaders that stream with `streaming=True`.
+HF_LOAD_DATASET = frozenset({"datasets.load_dataset", "datasets.load.load_dataset"})
+#: Methods of a Hugging Face dataset that return another dataset over the same stream.
+HF_DATASET_METHODS = frozenset({
+    "map", "filter", "shuffle", "take", "skip", "with_format", "rename_column", "rename_columns",
+    "remove_columns", "select_columns", "cast", "cast_column", "batch", "add_column",
+})  # fmt: skip
+#: Calls that return a stream (an IterableDataset a sampler cannot split), by their own name.
+STREAM_FACTORIES = frozenset({"split_dataset_by_node", "WebDataset", "WebLoader", "DataPipeline", "StreamingDataset", "to_iterable_dataset"})
+
+# ---------------------------------------------------------------- full state dicts (DDP032)
+
+_FSDP_API = ("torch.distributed.fsdp", "torch.distributed.fsdp.api", "torch.distributed.fsdp.fully_sharded_data_parallel")
+#: `StateDictType.FULL_STATE_DICT`, as FSDP1 exports it.
+FULL_STATE_DICT = frozenset(f"{m}.StateDictType.FULL_STATE_DICT" for m in _FSDP_API)
+FULL_STATE_DICT_CONFIG = frozenset(f"{m}.FullStateDictConfig" for m in _FSDP_API)
+#: `FSDP.state_dict_type(module, type, config)` and `FSDP.set_state_dict_type(...)`.
+STATE_DICT_TYPE_SETTERS = frozenset(
+    f"{m}.{cls}.{method}" for m in ("torch.distributed.fsdp", "torch.distributed.fsdp.fully_sharded_data_parallel")
+    for cls in ("FullyShardedDataParallel",) for method in ("state_dict_type", "set_state_dict_type")
+)  # fmt: skip
+STATE_DICT_OPTIONS = frozenset({"torch.distributed.checkpoint.state_dict.StateDictOptions"})
+#: The calls (by their own name) that may request a full state dict.
+STATE_DICT_REQUESTS = frozenset({"state_dict", "state_dict_type", "set_state_dict_type", "StateDictOptions"})
+#: What a full state dict needs so that one rank, not every GPU, holds the whole model.
+FULL_STATE_DICT_SAFE = {"FullStateDictConfig": ("offload_to_cpu", "rank0_only"), "StateDictOptions": ("cpu_offload",)}

@@ -29,6 +29,11 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from ddplint.analysis.catalogue import (
     BACKEND_DEPENDENT,
+    FULL_STATE_DICT,
+    FULL_STATE_DICT_CONFIG,
+    FULL_STATE_DICT_SAFE,
+    STATE_DICT_OPTIONS,
+    STATE_DICT_TYPE_SETTERS,
     BUFFERED_LAYERS,
     BUFFERLESS_LAYERS,
     FABRIC,
@@ -38,7 +43,8 @@ from ddplint.analysis.catalogue import (
     FRAMEWORK_TYPES,
     MODULE_CONTAINERS,
 )
-from ddplint.analysis.names import last_name
+from ddplint.analysis.names import dotted_name, last_name
+from ddplint.analysis.tree import descendants
 from ddplint.analysis.receivers import class_types, framework_types
 from ddplint.analysis.values import truthiness
 from ddplint.analysis.calls import truth
@@ -826,3 +832,128 @@ def _required(test: cst.BaseExpression, value: bool) -> list[tuple[str, bool]]:
         if isinstance(test.operator, cst.Or) and not value:
             return _required(test.left, False) + _required(test.right, False)
     return []
+
+
+# ---------------------------------------------------------------- full state dicts
+
+
+@dataclass(frozen=True)
+class FullGather:
+    """A full state dict requested so that every rank gathers the whole model
+    on its GPU: the request, the config call (`FullStateDictConfig(...)`,
+    `StateDictOptions(...)`, None when no config is passed) and the keywords
+    it lacks (`offload_to_cpu`, `rank0_only`; `cpu_offload`)."""
+
+    request: cst.Call
+    config: cst.Call | None
+    missing: tuple[str, ...]
+
+    @property
+    def shown(self) -> str:
+        return ", ".join(f"{k}=True" for k in self.missing)
+
+    @property
+    def changes_other_ranks(self) -> bool:
+        """Adding what is missing leaves the other ranks an empty dict (`rank0_only`)."""
+        return "rank0_only" in self.missing
+
+
+def full_state_dict_gather(call: cst.Call, ctx: ModelView) -> FullGather | None:
+    """`FSDP.state_dict_type(m, StateDictType.FULL_STATE_DICT[, cfg])` (and
+    `set_state_dict_type`) without `FullStateDictConfig(offload_to_cpu=True,
+    rank0_only=True)`, or `StateDictOptions(full_state_dict=True)` without
+    `cpu_offload=True`. None when it loads (`broadcast_from_rank0=True`, a
+    `with FSDP.state_dict_type(...):` block that gathers no state dict), and
+    when the config cannot be read (a name bound elsewhere). Asked where the
+    walk is at `call`."""
+    names = ctx.qualified_names(call.func)
+    if names & STATE_DICT_TYPE_SETTERS and _loads_only(ctx.stack):
+        return None
+    if names & STATE_DICT_OPTIONS:
+        if _literal_keyword(call, "full_state_dict") is not True or _literal_keyword(call, "broadcast_from_rank0") is True:
+            return None
+        return _full_gather(call, call)
+    if not names & STATE_DICT_TYPE_SETTERS:
+        return None
+    bound = {a.keyword.value if a.keyword else i: a.value for i, a in enumerate(call.args) if not a.star}
+    kind = bound.get("state_dict_type", bound.get(1))
+    if kind is None or not ctx.qualified_names(kind) & FULL_STATE_DICT:
+        return None
+    config = bound.get("state_dict_config", bound.get(2))
+    if config is None:
+        return FullGather(call, None, FULL_STATE_DICT_SAFE["FullStateDictConfig"])
+    if isinstance(config, cst.Name):
+        values = ctx.values_of(config)
+        config = values[0] if len(values) == 1 else None
+    if not isinstance(config, cst.Call) or not ctx.qualified_names(config.func) & FULL_STATE_DICT_CONFIG:
+        return None
+    return _full_gather(call, config)
+
+
+def _full_gather(request: cst.Call, config: cst.Call) -> FullGather | None:
+    needed = FULL_STATE_DICT_SAFE[last_name(config.func) or ""] if last_name(config.func) in FULL_STATE_DICT_SAFE else ()
+    missing = tuple(k for k in needed if _literal_keyword(config, k) is False)  # (not `rank0_only=args.flag`)
+    return FullGather(request, config, missing) if missing else None
+
+
+def _literal_keyword(call: cst.Call, keyword: str) -> bool | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            value = arg.value
+            return value.value == "True" if isinstance(value, cst.Name) and value.value in ("True", "False") else None
+    return False
+
+
+def fsdp1_model(node: cst.BaseExpression, ctx: ModelView) -> bool:
+    """A name bound only to `FullyShardedDataParallel(...)` (FSDP1, whose
+    `state_dict()` gathers the full model by default; FSDP2's gives DTensor shards)."""
+    values = ctx.values_of(node) if isinstance(node, cst.Name) else ()
+    return bool(values) and all(
+        isinstance(v, cst.Call) and bool(ctx.qualified_names(v.func) & FSDP_CLASSES) for v in values
+    )  # fmt: skip
+
+
+#: Calls that gather a state dict under a `state_dict_type` setting.
+_GATHERING = frozenset({"state_dict", "optim_state_dict", "full_optim_state_dict"})
+
+
+def _loads_only(stack: Sequence[cst.CSTNode]) -> bool:
+    """Inside the items of a `with` whose body gathers no state dict (`model.load_state_dict(...)`)."""
+    with_ = next((n for n in reversed(stack) if isinstance(n, cst.With)), None)
+    if with_ is None or not any(isinstance(n, cst.WithItem) for n in stack):
+        return False
+    return not any(isinstance(n, cst.Call) and last_name(n.func) in _GATHERING for n in descendants(with_.body))
+
+
+def default_full_state_dict(call: cst.Call, ctx: ModelView) -> bool:
+    """`model.state_dict()` of an FSDP1 model (`fsdp1_model`) saved with
+    `torch.save` (`saved_by_torch_save`) under no `state_dict_type` setting:
+    FSDP1's default is a full state dict gathered on every GPU. Asked where
+    the walk is at `call`."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "state_dict" and not call.args):
+        return False
+    if "set_state_dict_type" in ctx.source or not fsdp1_model(func.value, ctx):
+        return False
+    if any(isinstance(n, cst.With) and any(last_name(getattr(i.item, "func", i.item)) == "state_dict_type" for i in n.items) for n in ctx.stack):
+        return False  # inside `with FSDP.state_dict_type(...)`: the request is judged there
+    return saved_by_torch_save(ctx.stack)
+
+
+def saved_by_torch_save(stack: Sequence[cst.CSTNode]) -> bool:
+    """Whether the value at the top of `stack` reaches `torch.save`: as (part
+    of) its argument, or through a name assigned from it and saved later in
+    the function."""
+    names: set[str] = set()
+    for parent in reversed(stack[:-1]):
+        if isinstance(parent, cst.Call) and dotted_name(parent.func) in _TORCH_SAVES:
+            return True
+        if isinstance(parent, cst.Assign):
+            names |= {t.target.value for t in parent.targets if isinstance(t.target, cst.Name)}
+        if isinstance(parent, cst.FunctionDef):
+            saves = [n for n in descendants(parent.body) if isinstance(n, cst.Call) and dotted_name(n.func) in _TORCH_SAVES]
+            return any(isinstance(n, cst.Name) and n.value in names for save in saves for n in descendants(save))
+    return False
+
+
+_TORCH_SAVES = frozenset({"torch.save"})

@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from ddplint.analysis.calls import bind_arguments
-from ddplint.analysis.catalogue import DATASET_WRAPPERS, DEFAULT_COLLATES
-from ddplint.analysis.classes import imported_bases, inherits_from
-from ddplint.analysis.names import last_name
+from ddplint.analysis.catalogue import (
+    DATASET_WRAPPERS, DEFAULT_COLLATES, HF_DATASET_METHODS, HF_LOAD_DATASET, RANK_READ_WORDS, STREAM_FACTORIES,
+)
+from ddplint.analysis.classes import class_of_instance, imported_bases, inherits_from
+from ddplint.analysis.names import dotted_name, last_name, name_words
 from ddplint.analysis.tree import children, descendants
 from ddplint.lazy import cst
 
@@ -413,3 +415,137 @@ def distributed_sampler_of(loader: cst.BaseExpression, ctx: ModelView) -> cst.Ca
             if is_distributed_sampler(value, ctx):
                 return value  # type: ignore[return-value]
     return None
+
+# ---------------------------------------------------------------- streams and ranks
+
+
+def reads_rank(node: cst.CSTNode) -> bool:
+    """Whether code reads its rank or the number of ranks, by any name
+    (`dist.get_rank()`, `self.world_size`, `num_replicas`, `shard_id`,
+    `split_dataset_by_node`, `os.environ["RANK"]`)."""
+    for child in (node, *descendants(node)):
+        if isinstance(child, cst.Name):
+            text = child.value
+        elif isinstance(child, cst.SimpleString):
+            text = child.evaluated_value if isinstance(child.evaluated_value, str) else ""
+        else:
+            continue
+        if name_words(text) & RANK_READ_WORDS:
+            return True
+    return False
+
+
+def shards_by_rank(classdef: cst.ClassDef, ctx: ModelView, depth: int = 2) -> bool:
+    """Whether a Dataset class (its methods, those of its module bases, and the
+    module functions they call) reads the rank or the world size anywhere: a
+    stream that can split itself across ranks. `get_worker_info()` alone does not."""
+    flow = ctx.flow
+    for cls in (classdef, *flow.bases(classdef)):
+        for method in flow.methods_of(cls).values():
+            if reads_rank(method) or (depth and _helpers_read_rank(method, ctx, depth)):
+                return True
+    return False
+
+
+def _helpers_read_rank(function: cst.FunctionDef, ctx: ModelView, depth: int) -> bool:
+    for call in (n for n in descendants(function.body, into_functions=False) if isinstance(n, cst.Call)):
+        for target, _ in ctx.flow.call_targets(call, function):
+            if target is not function and (reads_rank(target) or (depth > 1 and _helpers_read_rank(target, ctx, depth - 1))):
+                return True
+    return False
+
+
+def streaming_source(node: cst.CSTNode, ctx: ModelView) -> cst.Call | None:
+    """The `load_dataset(..., streaming=True)` call a dataset expression (read
+    where the walk is) streams from, through names, parameters, returns and
+    `.map()`/`.shuffle()`...; None when a call on the way (`split_dataset_by_node`)
+    is not one of those."""
+    owners: dict[int, cst.FunctionDef] | None = None
+    todo, seen = [(node, ctx.enclosing_function())], set()
+    while todo:
+        current, function = todo.pop()
+        if id(current) in seen or len(seen) > 64:
+            continue
+        seen.add(id(current))
+        for origin in ctx.flow.origins(current, function) if isinstance(current, (cst.Name, cst.Attribute)) else (current,):
+            if not isinstance(origin, cst.Call):
+                continue
+            if ctx.qualified_names(origin.func) & HF_LOAD_DATASET:
+                streaming = next((a.value for a in origin.args if a.keyword and a.keyword.value == "streaming"), None)
+                if isinstance(streaming, cst.Name) and streaming.value == "True":
+                    return origin
+            elif isinstance(origin.func, cst.Attribute) and origin.func.attr.value in HF_DATASET_METHODS:
+                if owners is None:
+                    owners = _owners(ctx.module)
+                todo.append((origin.func.value, owners.get(id(origin))))
+    return None
+
+
+def is_stream(dataset: cst.CSTNode, ctx: ModelView) -> bool:
+    """Whether a dataset expression (read where the walk is) holds an
+    IterableDataset: an instance of an iterable Dataset class of the module, a
+    streaming Hugging Face dataset, or what `split_dataset_by_node`,
+    `wds.WebDataset`, `StreamingDataset` return. A DataLoader takes no sampler
+    for one (DDP030 asks whether it splits itself by rank)."""
+    for origin in (dataset, *ctx.origins(dataset)):
+        classdef = class_of_instance(origin, ctx)
+        if classdef is not None and ctx.data.kind(classdef) == "iterable":
+            return True
+        if isinstance(origin, cst.Call) and last_name(origin.func) in STREAM_FACTORIES:
+            return True
+    return streaming_source(dataset, ctx) is not None
+
+
+def _owners(module: cst.Module) -> dict[int, cst.FunctionDef]:
+    """id(node) -> the innermost function it is written in."""
+    owners: dict[int, cst.FunctionDef] = {}
+    for function in (n for n in descendants(module) if isinstance(n, cst.FunctionDef)):
+        for node in descendants(function.body, into_functions=False):
+            owners[id(node)] = function
+    return owners
+
+
+def unsharded_stream(dataset: cst.CSTNode, ctx: ModelView) -> str | None:
+    """What a DataLoader's dataset (read where the walk is, after it) streams
+    without ever splitting by rank, as messages show it: an iterable Dataset
+    class of the module that never reads the rank (`shards_by_rank`) and is
+    not built from rank-dependent arguments (`Stream(files[rank::world])`),
+    or a streaming Hugging Face dataset; None otherwise, and None in modules
+    that split a stream some way the data flow does not follow
+    (`split_dataset_by_node`, webdataset's `split_by_node`, `.shard(...)`)."""
+    if any(text in ctx.source for text in _SPLIT_TEXT):
+        return None
+    for origin in (dataset, *ctx.origins(dataset)):
+        classdef = class_of_instance(origin, ctx)
+        if classdef is not None and ctx.data.kind(classdef) == "iterable":
+            if shards_by_rank(classdef, ctx) or _rank_arguments(origin, ctx):
+                return None
+            return f"`{classdef.name.value}`, an IterableDataset that never reads the rank or the world size"
+    source = streaming_source(dataset, ctx)
+    if source is not None:
+        return f"`{ctx.module.code_for_node(source.func)}(..., streaming=True)`, a stream never split by node"
+    return None
+
+
+#: Text that shows a stream split by node some way the data flow does not follow.
+_SPLIT_TEXT = ("split_dataset_by_node", "split_by_node", ".shard(")
+
+
+def _rank_arguments(origin: cst.CSTNode, ctx: ModelView) -> bool:
+    """`Stream(files[rank::world_size])`: the constructor gets this rank's part."""
+    calls = [v for v in (origin, *ctx.values_of(origin)) if isinstance(v, cst.Call)]
+    return any(ctx.rank.expression_is_rank_dependent(a.value) for call in calls for a in call.args)
+
+
+def loader_names(stack: list[cst.CSTNode], dataset: cst.CSTNode | None) -> str:
+    """The names a DataLoader call is known by, to tell a training loader from
+    an evaluation one: what it is assigned to (`val_loader = DataLoader(...)`)
+    and its dataset's name."""
+    names = [dotted_name(dataset)] if dataset is not None else []
+    for node in reversed(stack):
+        if isinstance(node, cst.Assign):
+            names += [dotted_name(t.target) for t in node.targets]
+            break
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            break
+    return " ".join(filter(None, names))

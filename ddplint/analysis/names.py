@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ddplint.lazy import cst
 
 
@@ -24,3 +26,10 @@ def last_name(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.Name):
         return node.value
     return None
+
+
+def name_words(name: str) -> set[str]:
+    """The lower-case words of an identifier: `val_loss` -> {val, loss}, `acc1` -> {acc1, acc},
+    `numReplicas` -> {num, replicas}."""
+    words = {w for w in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name) if w}
+    return {w.lower() for w in words} | {w.rstrip("0123456789").lower() for w in words}

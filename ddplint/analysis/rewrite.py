@@ -69,6 +69,23 @@ def with_arg_value(call: cst.Call, arg: cst.Arg, value: cst.BaseExpression) -> c
     return call.with_changes(args=[a.with_changes(value=value) if a is arg else a for a in call.args])
 
 
+def with_keywords(call: cst.Call, keywords: tuple[str, ...], value: str = "True") -> cst.Call:
+    """`call` with `keyword=value` appended for each of `keywords` (`f(a, x=True, y=True)`)."""
+    args = list(call.args)
+    for keyword in keywords:
+        if args:
+            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+        args.append(cst.Arg(keyword=cst.Name(keyword), value=cst.Name(value), equal=equal))
+    return call.with_changes(args=args)
+
+
+def keywords_fix(call: cst.Call, keywords: tuple[str, ...], applicability: Applicability) -> ProposedFix:
+    """The fix that appends `keyword=True` to `call` for each of `keywords`."""
+    shown = ", ".join(f"{k}=True" for k in keywords)
+    return ProposedFix(f"Add `{shown}`", ((call, with_keywords(call, keywords)),), applicability)
+
+
 def is_atom(node: cst.BaseExpression) -> bool:
     """Whether `node` can take `.attr` or an operator without parentheses."""
     return bool(node.lpar) or type(node).__name__ in _ATOMS

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ddplint.analysis.data import DataAnalysis
+from ddplint.analysis.decisions import PerRankValues
 from ddplint.analysis.distributed import DistributedContext, launched_per_rank, runs_per_rank
 from ddplint.analysis.flow import ValueFlow
 from ddplint.analysis.loops import TrainingLoops
@@ -54,6 +55,7 @@ class SemanticModel:
         self._distributed = DistributedContext(self.scopes)
         self._optional = {name: OPTIONAL_ANALYSES[name](self) for name in sorted(set(requires))}
         self._flow: ValueFlow | None = None
+        self._per_rank_values: PerRankValues | None = None
 
     @property
     def analyses(self) -> tuple[object, ...]:
@@ -115,6 +117,13 @@ class SemanticModel:
         if self._flow is None:
             self._flow = ValueFlow(self.module, self.scopes.final_module_names)
         return self._flow
+
+    @property
+    def per_rank_values(self) -> PerRankValues:
+        """Values each rank computes from its own batch, unreduced (after the walk; built on first use)."""
+        if self._per_rank_values is None:
+            self._per_rank_values = PerRankValues(self)
+        return self._per_rank_values
 
     def origins(self, node: cst.BaseExpression) -> tuple[cst.CSTNode, ...]:
         """What `node` may hold here, followed through parameters (the arguments
