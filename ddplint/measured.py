@@ -34,7 +34,9 @@ MEASURED: dict[str, tuple[int, int, int, int]] = {
     "DDP024": (1, 1, 0, 0),
     "DDP025": (4, 4, 0, 0),
     "DDP026": (3, 3, 0, 0),
+    "DDP029": (25, 9, 4, 12),
     "DDP031": (8, 8, 0, 0),
+    "DDP033": (1, 1, 0, 0),
     "DDP034": (26, 1, 0, 25),
     # measured:end
 }
