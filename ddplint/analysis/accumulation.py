@@ -28,8 +28,6 @@ from ddplint.lazy import cst
 if TYPE_CHECKING:
     from ddplint.analysis.view import ModelView
 
-_COMPOUND = (cst.If, cst.With, cst.For, cst.While, cst.Try)
-_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _PERIODIC = re.compile(ACCUMULATION_TEST)
 
 
@@ -59,11 +57,11 @@ def iteration_calls(loop: cst.CSTNode) -> list[Reached]:
     todo: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(loop.body, ())]  # type: ignore[attr-defined]
     while todo:
         node, path = todo.pop()
-        if isinstance(node, _SCOPES):
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
         if isinstance(node, cst.Call):
             found.append(Reached(node, path))
-        inner = (*path, node) if isinstance(node, _COMPOUND) else path
+        inner = (*path, node) if isinstance(node, (cst.If, cst.With, cst.For, cst.While, cst.Try)) else path
         todo.extend((child, inner) for child in reversed(children(node)))
     return found
 
