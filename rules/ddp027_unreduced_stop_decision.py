@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ddplint.analysis.callgraph import enclosing_loops
+from ddplint.analysis.catalogue import LOCAL_VALUE_WORDS
 from ddplint.analysis.guards import Site
 from ddplint.lazy import cst
 from ddplint.model import Severity
@@ -74,6 +75,8 @@ class UnreducedStopDecision(Rule):
     preview = True
     requires = frozenset({"rank"})
     tokens = ("break", "return", "continue")
+    #: A loss's or metric's name, a NaN test, an early stopper or an evaluation helper must be in sight.
+    context_tokens = (*sorted(LOCAL_VALUE_WORDS), "nan", "finite", "stop", "eval", "valid", "test")
     distributed_only = True
     tags = ("correctness", "deadlock")
 
