@@ -5,12 +5,12 @@ pause in typing) and saved, and cleared when it is closed. Each carries the
 rule code, a link to the rule's documentation, the guard or sampler as
 related information, and `source: "ddplint"`. Code actions offer the
 finding's fix when it has one, and "suppress with `# noqa: CODE`" for every
-finding, and (`source.fixAll.ddplint`, for fix on save) the document with
-every safe fix applied, as `ddplint check --fix` would. The workspace's own `pyproject.toml`/`ddplint.toml` apply, as in the
-CLI, and are read again when they change: on save in the editor, or when the
-editor reports them changed on disk (`workspace/didChangeWatchedFiles`; the
-server asks the editor to watch them), after which every open document is
-linted again. The server never imports or executes workspace code.
+finding; `source.fixAll.ddplint` (fix on save) gives the document with every
+safe fix applied, as `ddplint check --fix` writes it. The workspace's own
+`pyproject.toml`/`ddplint.toml` apply, as in the CLI, and are read again
+when they change: on save in the editor, or when the editor reports them
+changed on disk (`workspace/didChangeWatchedFiles`; the server asks the
+editor to watch them), after which every open document is linted again. The server never imports or executes workspace code.
 """
 
 from __future__ import annotations
