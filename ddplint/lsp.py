@@ -164,6 +164,8 @@ class DdplintServer(LanguageServer):
             shown = str(path.relative_to(resolver.cwd))
         except ValueError:
             shown = str(path)
+        if buffer_notice(shown, document.source, resolver.settings_for(path)) is not None:
+            return None  # too big to lint within the limits: not fixed either
         role = ProjectRole(facts=self.project_facts(path, document.source, resolver))
         outcome = fix_source(shown, document.source, resolver.settings_for(path), unsafe=False, project=role)
         return outcome.text if outcome.applied and outcome.text != document.source else None
