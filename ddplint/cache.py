@@ -10,6 +10,15 @@ content, and a result read back must hold values of the declared types: an
 entry that does not decode, fails either check, or that another version
 wrote, is ignored (``--debug`` says so), linted again and rewritten. The
 directory holds a `.gitignore` of `*` so it never gets committed.
+
+A repository can ship a `.ddplint_cache/`: the cache never follows a
+symbolic link in it (the directory itself, its subdirectories, its entries
+and its `.gitignore`), so it never reads or creates a file outside it. A
+link anywhere there is refused once (`on_refused`, a one-line notice) and the
+run goes on without the cache. Entries are opened with `O_NOFOLLOW` (and
+must be regular files), directories are checked with `lstat`, and the files
+the cache creates are created with `O_EXCL`. `clear` (``ddplint clean``)
+removes only the files the cache creates, and nothing through a link.
 """
 
 from __future__ import annotations
@@ -18,7 +27,8 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
+import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -32,6 +42,13 @@ from ddplint.typecheck import check_types
 
 CACHE_DIR_NAME = ".ddplint_cache"
 ENV_CACHE_DIR = "DDPLINT_CACHE_DIR"
+_GITIGNORE = "# Created by ddplint: the lint cache.\n*\n"
+#: The names of the files the cache creates below its version directories.
+_ENTRY = re.compile(r"[0-9a-f]{64}\.json|\.tmp-[^/]*\.json")
+_SHARD = re.compile(r"[0-9a-f]{2}")
+#: POSIX flags (absent elsewhere: there the `lstat` checks alone guard).
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _FORMAT = 7  # 6: entries carry a checksum; 7: summaries name their functions, per-rank calls and entry points by body
 
 
@@ -80,15 +97,56 @@ class Cache:
     could not be used (``--debug`` prints them), and about writes that failed.
     """
 
-    def __init__(self, directory: Path, on_bad_entry: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        on_bad_entry: Callable[[str], None] | None = None,
+        on_refused: Callable[[str], None] | None = None,
+    ) -> None:
         self.directory = directory
         self._prepared = False
         self._on_bad_entry = on_bad_entry
+        self._on_refused = on_refused
         #: Set by the first failed write (a full disk): no more are tried this run.
         self._unwritable = False
+        #: Set by the first symbolic link met in the cache: it is not used at all.
+        self._refused = False
+        self._checked: set[Path] = set()
 
     def _path(self, key: str) -> Path:
         return self.directory / __version__ / key[:2] / f"{key}.json"
+
+    def _refuse(self, path: Path, what: str) -> None:
+        """Stop using the cache, saying so once."""
+        if not self._refused and self._on_refused is not None:
+            self._on_refused(f"cache: {path} is {what}; the cache is not used (a cache never follows links)")
+        self._refused = True
+
+    def _real_dir(self, path: Path) -> bool:
+        """Whether `path` is missing or a directory that is no link (else refuse)."""
+        if path in self._checked:
+            return True
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return True  # not to be looked at: reads and writes fail on their own and are misses
+        if stat.S_ISLNK(mode):
+            self._refuse(path, "a symbolic link")
+            return False
+        if not stat.S_ISDIR(mode):
+            self._refuse(path, "not a directory")
+            return False
+        self._checked.add(path)
+        return True
+
+    def _safe(self, key: str) -> bool:
+        """Whether the directories of entry `key` hold no link (and the cache is not refused)."""
+        if self._refused:
+            return False
+        shard = self._path(key).parent
+        return all(self._real_dir(d) for d in (self.directory, shard.parent, shard))
 
     def get(self, key: str) -> FileResult | None:
         """The cached result, or None (missing, damaged or foreign entries alike)."""
@@ -125,10 +183,26 @@ class Cache:
     def _read(self, key: str, kind: str) -> Any:
         """The `kind` content of the entry `key`: None when there is none, or
         when it is damaged (reported), of another format, or for another key."""
+        if not self._safe(key):
+            return None
+        path = self._path(key)
         try:
-            payload = json.loads(self._path(key).read_bytes())
+            # O_NONBLOCK: a FIFO planted as an entry does not block the open; it is no regular file.
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
         except FileNotFoundError:
             return None  # a plain miss
+        except OSError as exc:
+            if os.path.islink(path):
+                self._refuse(path, "a symbolic link")
+                return None
+            self._bad(key, f"unreadable ({exc.strerror or exc})")
+            return None
+        try:
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    self._refuse(path, "not a regular file")
+                    return None
+                payload = json.loads(handle.read())
         except (OSError, ValueError, RecursionError) as exc:  # not JSON, not UTF-8, nested past the parser
             self._bad(key, f"unreadable ({getattr(exc, 'strerror', None) or exc})")
             return None
@@ -148,14 +222,20 @@ class Cache:
         """Write an entry atomically (readers never see half of one); a
         write that fails leaves nothing behind, and stops the writes of this
         run (on a full disk every one would fail, each costing a file)."""
-        if self._unwritable:
+        if self._unwritable or not self._safe(key):
             return
         path = self._path(key)
         payload = json.dumps({"format": _FORMAT, "key": key, "sha256": _checksum(key, kind, content), kind: content})
         temporary = None
         try:
-            self._prepare()
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if not self._prepare():
+                return
+            for directory in (path.parent.parent, path.parent):
+                with contextlib.suppress(FileExistsError):
+                    directory.mkdir()
+                self._checked.discard(directory)
+                if not self._real_dir(directory):  # a link made since it was looked at
+                    return
             fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(payload)
@@ -170,21 +250,90 @@ class Cache:
             if self._on_bad_entry is not None:
                 self._on_bad_entry(f"cache: cannot write {path}: {exc.strerror or exc}; no more entries written this run")
 
-    def _prepare(self) -> None:
+    def _prepare(self) -> bool:
+        """Make the directory and its `.gitignore`; whether the cache may be written."""
         if self._prepared:
-            return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        ignore = self.directory / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# Created by ddplint: the lint cache.\n*\n", encoding="utf-8")
-        self._prepared = True
-
-    def clear(self) -> bool:
-        """Remove the whole cache directory; whether there was one."""
-        if not self.directory.exists():
+            return True
+        if not self._real_dir(self.directory):
             return False
-        shutil.rmtree(self.directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._checked.discard(self.directory)
+        if not self._real_dir(self.directory):
+            return False
+        ignore = self.directory / ".gitignore"
+        try:
+            fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644)
+        except FileExistsError:  # there already (ours, or a link the repository ships: never written through)
+            if os.path.islink(ignore):
+                self._refuse(ignore, "a symbolic link")
+                return False
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(_GITIGNORE)
+        self._prepared = True
         return True
+
+    def clear(self) -> tuple[int, list[str]]:
+        """Remove what the cache created: (files removed, what was left and
+        why). A link is never followed: a cache directory that is one is left
+        as it is, and so is every file the cache does not create."""
+        try:
+            mode = os.lstat(self.directory).st_mode
+        except FileNotFoundError:
+            return 0, []
+        if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
+            return 0, [f"{self.directory} is {'a symbolic link' if stat.S_ISLNK(mode) else 'not a directory'}; left as it is"]
+        removed, left = 0, []
+
+        def remove(path: Path, ours: bool) -> None:
+            nonlocal removed
+            if not ours:
+                left.append(f"{path} was not created by ddplint; left as it is")
+                return
+            try:
+                path.unlink()
+                removed += 1
+            except OSError as exc:
+                left.append(f"{path}: {exc.strerror or exc}")
+
+        for top in _entries(self.directory):
+            if top.name == ".gitignore":
+                remove(Path(top.path), top.is_file(follow_symlinks=False) and _holds(Path(top.path), _GITIGNORE))
+            elif not top.is_dir(follow_symlinks=False):
+                remove(Path(top.path), False)
+            else:
+                for shard in _entries(Path(top.path)):
+                    if not (_SHARD.fullmatch(shard.name) and shard.is_dir(follow_symlinks=False)):
+                        remove(Path(shard.path), False)
+                        continue
+                    for entry in _entries(Path(shard.path)):
+                        ours = _ENTRY.fullmatch(entry.name) is not None and entry.is_file(follow_symlinks=False)
+                        remove(Path(entry.path), ours)
+                    _rmdir(Path(shard.path))
+                _rmdir(Path(top.path))
+        _rmdir(self.directory)
+        return removed, left
+
+
+def _entries(directory: Path) -> list[os.DirEntry]:
+    try:
+        with os.scandir(directory) as entries:
+            return list(entries)
+    except OSError:
+        return []
+
+
+def _holds(path: Path, text: str) -> bool:
+    try:
+        return path.read_text(encoding="utf-8") == text
+    except (OSError, ValueError):
+        return False
+
+
+def _rmdir(directory: Path) -> None:
+    """Remove `directory` if it is empty now."""
+    with contextlib.suppress(OSError):
+        os.rmdir(directory)
 
 
 def _checksum(key: str, kind: str, content: Any) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ddplint.result import FileResult
 from ddplint.model import Notice
+from ddplint.paths import project_root
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,20 @@ def fix_file(
 
 
 def write_fixed(fixed: FixedFile) -> Notice | None:
-    """Write a fixed file in place (atomically, mode kept); a notice if it failed."""
+    """Write a fixed file in place (atomically, mode kept); a notice if it failed.
+
+    A file reached through a symbolic link (the file or a directory above it)
+    is written where the link points only when that is inside the project
+    root of the path as given (its git top-level, else its directory): the
+    link stays a link and the file it names gets the fix. A link out of the
+    project (a repository can ship one to any file the user may write) is
+    never written through: the file is skipped with a notice."""
     assert fixed.path is not None
+    given = Path(os.path.abspath(fixed.path))
     target = fixed.path.resolve()
+    root = project_root(given.parent).resolve()
+    if not target.is_relative_to(root):
+        return Notice(fixed.display, f"is reached through a symbolic link to {target}, outside the project root {root}; fixes not written")
     try:
         mode = target.stat().st_mode & 0o7777
         fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".ddplint")

@@ -10,33 +10,53 @@ safe fix applied, as `ddplint check --fix` writes it. The workspace's own
 `pyproject.toml`/`ddplint.toml` apply, as in the CLI, and are read again
 when they change: on save in the editor, or when the editor reports them
 changed on disk (`workspace/didChangeWatchedFiles`; the server asks the
-editor to watch them), after which every open document is linted again. The server never imports or executes workspace code.
+editor to watch them), after which every open document is linted again.
+The server never imports or executes workspace code.
+
+A document whose URI is not a local file (`untitled:`, `http:`,
+`file://otherhost/...`) is linted as an untitled buffer: with the
+workspace's configuration (the defaults without a workspace), on its own
+(no project read from disk). The framing of messages is
+`ddplint.lsp_transport`'s: a malformed or oversized message is answered with
+an error and skipped. Requests after `shutdown` are refused (InvalidRequest);
+`exit` ends the process with status 0 after `shutdown`, 1 without.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import re
+import sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from ddplint.version import __version__
 from ddplint.config.loader import ConfigError
 from ddplint.config.resolver import ConfigResolver
+from ddplint.config.selection import resolve
+from ddplint.config.settings import Settings
 from ddplint.docs import help_uri
 from ddplint.engine import check_source
 from ddplint.engine.fixer import fix_source
+from ddplint.lsp_transport import INVALID_REQUEST, frame, serve
 from ddplint.cache import Cache, default_cache_dir
 from ddplint.model import Applicability, Finding, Severity, Span
+from ddplint.result import FileResult
 from ddplint.paths import project_root
-from ddplint.project.facts import FileFacts, ProjectRole
+from ddplint.project.facts import NO_FACTS, FileFacts, ProjectRole
 from ddplint.project.index import ProjectIndex
 from ddplint.reading import buffer_notice
 from ddplint.runner import project_index, single_file_facts, tune_gc
 from ddplint.rule import get_rule
+
+logger = logging.getLogger(__name__)
 
 DEBOUNCE_SECONDS = 0.3
 SOURCE = "ddplint"
@@ -60,9 +80,13 @@ def is_python(uri: str, language_id: str | None) -> bool:
     return language_id == "python" or uri.endswith((".py", ".pyi"))
 
 
-def uri_to_path(uri: str) -> Path:
-    """A `file://` URI as a local path."""
-    return Path(unquote(urlparse(uri).path))
+def uri_to_path(uri: str) -> Path | None:
+    """A `file://` URI of this machine as a local path; None for any other
+    URI (`untitled:`, `http:`, `file://otherhost/...`)."""
+    parsed = urlparse(uri)
+    if parsed.scheme.lower() != "file" or parsed.netloc.lower() not in ("", "localhost") or not parsed.path:
+        return None
+    return Path(unquote(parsed.path))
 
 
 def _utf16_column(line: str, column: int) -> int:
@@ -90,6 +114,8 @@ class DdplintServer(LanguageServer):
         self._pending: dict[str, asyncio.TimerHandle] = {}
         #: The whole-project facts of each workspace root, as saved on disk.
         self._indexes: dict[Path, ProjectIndex] = {}
+        #: Set by the `shutdown` request: later requests are refused.
+        self.shutting_down = False
 
     def resolver_for(self, path: Path) -> ConfigResolver:
         """The resolver of the workspace folder holding `path` (cached)."""
@@ -99,11 +125,15 @@ class DdplintServer(LanguageServer):
             resolver = self._resolvers[root] = ConfigResolver(cwd=root)
         return resolver
 
-    def _root_of(self, path: Path) -> Path:
-        folders = [uri_to_path(f.uri) for f in (self.workspace.folders or {}).values()]
+    def _folders(self) -> list[Path]:
+        """The workspace folders on this machine."""
+        uris = [f.uri for f in (self.workspace.folders or {}).values()]
         if self.workspace.root_uri:
-            folders.append(uri_to_path(self.workspace.root_uri))
-        inside = [f for f in folders if path.is_relative_to(f)]
+            uris.append(self.workspace.root_uri)
+        return [path for path in map(uri_to_path, uris) if path is not None]
+
+    def _root_of(self, path: Path) -> Path:
+        inside = [f for f in self._folders() if path.is_relative_to(f)]
         return max(inside, key=lambda f: len(f.parts)) if inside else path.parent
 
     def forget_configs(self) -> None:
@@ -125,6 +155,8 @@ class DdplintServer(LanguageServer):
     def project_facts(self, path: Path, text: str, resolver: ConfigResolver) -> FileFacts:
         """What the saved project knows about the helpers `text` imports."""
         root = self._root_of(path)
+        if root.parent == root:  # a file at the top of the file system: no project to walk
+            return NO_FACTS
         index = self._indexes.get(root)
         if index is None:
             cache = Cache(default_cache_dir(project_root(root)))
@@ -135,6 +167,8 @@ class DdplintServer(LanguageServer):
         """Lint the open document: (active findings, its lines)."""
         document = self.workspace.get_text_document(uri)
         path = uri_to_path(uri)
+        if path is None:
+            return self._untitled(uri, document.source), document.source.splitlines()
         resolver = self.resolver_for(path)
         if resolver.excludes_file(path):
             return [], []
@@ -148,15 +182,36 @@ class DdplintServer(LanguageServer):
             return [], []
         facts = self.project_facts(path, document.source, resolver)
         result = check_source(shown, document.source, resolver.settings_for(path), project=ProjectRole(facts=facts))
+        return self._active(result), document.source.splitlines()
+
+    def _untitled(self, uri: str, source: str) -> list[Finding]:
+        """Lint a buffer that is no local file, on its own: the settings of
+        the (first local) workspace folder, else the defaults."""
+        folders = self._folders()
+        if folders:
+            name = Path(unquote(urlparse(uri).path)).name or "untitled.py"
+            settings = self.resolver_for(folders[0]).settings_for(folders[0] / name)
+        else:
+            settings = Settings(rules=resolve((), preview=False))
+        too_costly = buffer_notice(uri, source, settings)
+        if too_costly is not None:  # the same limits as for files: a huge buffer must not block the server
+            self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=f"{uri}: {too_costly.message}"))
+            return []
+        return self._active(check_source(uri, source, settings))
+
+    def _active(self, result: FileResult) -> list[Finding]:
+        """The findings to show; the notices go to the editor's log."""
         for notice in result.notices:
             self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=f"{notice.path}: {notice.message}"))
-        return [f for f in result.findings if f.suppressed is None], document.source.splitlines()
+        return [f for f in result.findings if f.suppressed is None]
 
     def fixed_source(self, uri: str) -> str | None:
         """The open document with every safe fix applied (`--fix`), or None
         when no fix applies (or the file is excluded)."""
         document = self.workspace.get_text_document(uri)
         path = uri_to_path(uri)
+        if path is None:  # an untitled or remote buffer: fixed once it is a file
+            return None
         resolver = self.resolver_for(path)
         if resolver.excludes_file(path):
             return None
@@ -177,7 +232,8 @@ class DdplintServer(LanguageServer):
         except ConfigError as exc:
             self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"ddplint: {exc}"))
             return
-        root = self.resolver_for(uri_to_path(uri)).cwd
+        path = uri_to_path(uri)
+        root = self.resolver_for(path).cwd if path is not None else None
         diagnostics = [self.diagnostic(f, lines, uri, root) for f in findings]
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
 
@@ -263,7 +319,9 @@ def did_save(ls: DdplintServer, params: lsp.DidSaveTextDocumentParams) -> None:
     if is_config(uri):
         ls.reload_configs()
         return
-    ls.forget_project(uri_to_path(uri))
+    path = uri_to_path(uri)
+    if path is not None:
+        ls.forget_project(path)
     if is_python(uri, ls.workspace.get_text_document(uri).language_id):
         ls.publish(uri)
 
@@ -376,7 +434,46 @@ def noqa_edit(text: str, line: int, code: str) -> lsp.TextEdit:
     return lsp.TextEdit(range=lsp.Range(start=lsp.Position(line, start), end=lsp.Position(line, stop)), new_text=replacement)
 
 
+@server.feature(lsp.SHUTDOWN)
+def shutdown(ls: DdplintServer, params: None) -> None:
+    ls.shutting_down = True
+
+
+def serve_stdio(stdin, stdout) -> int:
+    """Serve `server` over the binary streams until `exit` or the end of
+    `stdin`; the exit status: `exit`'s (0 after `shutdown`, else 1), or 0."""
+    writer = StdoutWriter(stdout)
+    protocol = server.protocol
+    protocol.set_writer(writer)
+
+    def handle(message) -> None:
+        method = getattr(message, "method", None)
+        msg_id = getattr(message, "id", None)
+        if server.shutting_down and method is not None and msg_id is not None and method != lsp.EXIT:
+            error = {"code": INVALID_REQUEST, "message": f"ddplint: {method} after shutdown"}
+            writer.write(frame({"jsonrpc": "2.0", "id": msg_id, "error": error}))
+            return
+        try:
+            protocol.handle_message(message)
+        except Exception as exc:  # noqa: BLE001 - one message's failure never stops the server
+            logger.exception("unable to handle a message")
+            server.report_server_error(exc, JsonRpcException)
+
+    def parse(text: str):
+        return json.loads(text, object_hook=protocol.structure_message)
+
+    try:
+        asyncio.run(serve(stdin, writer.write, handle, parse))
+    except SystemExit as exc:  # `exit`
+        return exc.code if isinstance(exc.code, int) else 1
+    except BrokenPipeError:
+        logger.error("the connection to the client is lost")
+    finally:
+        server.shutdown()
+    return 0
+
+
 def main() -> None:
-    """Serve over stdio until the client disconnects."""
+    """Serve over stdio until `exit` or the client disconnects."""
     tune_gc()
-    server.start_io()
+    sys.exit(serve_stdio(sys.stdin.buffer, sys.stdout.buffer))

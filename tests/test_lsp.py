@@ -276,3 +276,192 @@ async def test_fix_all_leaves_unsafe_fixes_alone(client: LanguageClient, workspa
             context=lsp.CodeActionContext(diagnostics=[], only=["source.fixAll"]))
     )
     assert not actions
+
+
+# ------------------------------------------------------------------ a faulty or hostile client, byte by byte
+
+import json  # noqa: E402
+import queue  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+
+from conftest import console_script  # noqa: E402
+
+#: How long a reply may take on a loaded machine (a deaf or dead server never replies).
+REPLY_S = 60
+
+
+class RawClient:
+    """The installed `ddplint server` in a subprocess, spoken to in bytes."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.stderr = (cwd / "server.err").open("wb")
+        self.proc = subprocess.Popen(
+            [console_script(), "server"], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr
+        )
+        self.messages: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        while True:
+            length = None
+            while True:
+                line = out.readline()
+                if not line:
+                    self.messages.put(None)
+                    return
+                if line == b"\r\n":
+                    break
+                name, _, value = line.decode("ascii").partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+            self.messages.put(json.loads(out.read(length)))
+
+    def send_raw(self, data: bytes) -> None:
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, payload: dict) -> None:
+        body = json.dumps(payload).encode()
+        self.send_raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def request(self, msg_id: int, method: str, params: dict | None = None) -> None:
+        self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+
+    def notify(self, method: str, params: dict | None = None) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def until(self, wanted) -> tuple[dict, list[dict]]:
+        """The first message `wanted(message)` accepts, and those before it
+        (a failure if the server goes deaf or dies first)."""
+        before = []
+        while True:
+            try:
+                message = self.messages.get(timeout=REPLY_S)
+            except queue.Empty:
+                pytest.fail(f"no reply in {REPLY_S} s; before it: {before}")
+            if message is None:
+                pytest.fail(f"the server closed its output (status {self.proc.wait(REPLY_S)}); before it: {before}")
+            if wanted(message):
+                return message, before
+            before.append(message)
+
+    def response(self, msg_id: int) -> tuple[dict, list[dict]]:
+        return self.until(lambda m: m.get("id") == msg_id and "method" not in m)
+
+    def initialize(self, root: Path | None, msg_id: int = 1) -> dict:
+        self.request(msg_id, "initialize", {"processId": None, "rootUri": root.as_uri() if root else None, "capabilities": {}})
+        reply, _ = self.response(msg_id)
+        assert "capabilities" in reply["result"]
+        self.notify("initialized", {})
+        return reply
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(REPLY_S)
+        self.stderr.close()
+
+
+@pytest.fixture
+def raw(tmp_path: Path):
+    client = RawClient(tmp_path)
+    yield client
+    client.close()
+
+
+_INIT = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "shutdown"}).encode()
+
+MALFORMED = {
+    "no Content-Length": b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n" + _INIT,
+    "Content-Length not a number": b"Content-Length: twelve\r\n\r\n" + _INIT,
+    "negative Content-Length": b"Content-Length: -5\r\n\r\n" + _INIT,
+    "header not UTF-8": b"Content-L\xe9ngth: %d\r\n\r\n" % len(_INIT) + _INIT,
+    "truncated body": b"Content-Length: %d\r\n\r\n" % (len(_INIT) + 400) + _INIT[:20],
+    "body not UTF-8": b'Content-Length: 45\r\n\r\n{"jsonrpc": "2.0", "id": 9, "method": "\xff\xfe"}',
+    "body not JSON": b"Content-Length: 9\r\n\r\n{not json",
+    "huge Content-Length": b"Content-Length: 99999999999\r\n\r\n" + _INIT,
+    "header line of garbage": b"\x00\x01garbage\r\n",
+}
+
+
+@pytest.mark.parametrize("data", MALFORMED.values(), ids=MALFORMED.keys())
+def test_a_malformed_message_is_answered_or_skipped_and_the_server_keeps_answering(
+    raw: RawClient, tmp_path: Path, data: bytes
+) -> None:
+    """Each broken message gets at most an error (id null) and no other reply
+    (its request is never run: no `shutdown` happens); the next well-formed
+    message is answered, and so is the one after."""
+    raw.send_raw(data)
+    _, before = raw.until(lambda m: True) if data.startswith(b"Content-Length: 99") else (None, [])
+    raw.initialize(tmp_path)  # answered: the broken message's own `shutdown` (id 9) never ran
+    diagnostics, others = _open_raw(raw, (tmp_path / "train.py").as_uri(), BAD)
+    assert [d["code"] for d in diagnostics] == ["DDP014"]
+    for message in [*before, *others]:
+        assert message.get("id") is None and message["error"]["code"] in (-32700, -32600), message
+    raw.request(3, "shutdown")
+    assert raw.response(3)[0]["result"] is None
+    raw.notify("exit")
+    assert raw.proc.wait(REPLY_S) == 0
+
+
+def test_a_huge_content_length_is_refused_without_allocating_it(raw: RawClient, tmp_path: Path) -> None:
+    raw.send_raw(b"Content-Length: 99999999999\r\n\r\n{}")
+    error, _ = raw.until(lambda m: True)
+    assert error["id"] is None and error["error"]["code"] == -32600
+    assert "99999999999 bytes refused" in error["error"]["message"]
+    raw.initialize(tmp_path)
+
+
+def test_a_message_split_into_single_bytes_is_read(raw: RawClient, tmp_path: Path) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}).encode()
+    for byte in b"Content-Length: %d\r\n\r\n" % len(body) + body:
+        raw.send_raw(bytes([byte]))
+    assert "capabilities" in raw.response(1)[0]["result"]
+
+
+def test_requests_after_shutdown_get_invalid_request(raw: RawClient, tmp_path: Path) -> None:
+    raw.initialize(tmp_path)
+    raw.request(2, "shutdown")
+    assert raw.response(2)[0]["result"] is None
+    raw.request(3, "textDocument/codeAction", {
+        "textDocument": {"uri": (tmp_path / "t.py").as_uri()},
+        "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+        "context": {"diagnostics": []},
+    })  # fmt: skip
+    reply, _ = raw.response(3)
+    assert reply["error"]["code"] == -32600
+    raw.notify("exit")
+    assert raw.proc.wait(REPLY_S) == 0
+
+
+def test_exit_without_shutdown_exits_with_status_1(raw: RawClient, tmp_path: Path) -> None:
+    raw.initialize(tmp_path)
+    raw.notify("exit")  # the editor keeps its end of stdin open: the server still stops
+    assert raw.proc.wait(REPLY_S) == 1
+
+
+def _open_raw(raw: RawClient, uri: str, text: str) -> tuple[list[dict], list[dict]]:
+    document = {"uri": uri, "languageId": "python", "version": 1, "text": text}
+    raw.notify("textDocument/didOpen", {"textDocument": document})
+    published, before = raw.until(
+        lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri
+    )
+    return published["params"]["diagnostics"], before
+
+
+@pytest.mark.parametrize("template", ["http://example.com{path}", "file://otherhost{path}", "untitled:{path}"])
+def test_a_document_that_is_no_local_file_is_linted_as_an_untitled_buffer(
+    raw: RawClient, tmp_path: Path, template: str
+) -> None:
+    """Linted on its own: the project on disk at the URI's path (here the
+    workspace, with the helper that makes DDP001) is not read, and a URI with
+    no directory of this machine in it (`http://host/train.py`) walks nothing."""
+    raw.initialize(tmp_path)
+    (tmp_path / "helpers.py").write_text(HELPER)
+    (tmp_path / "train.py").write_text(USES_HELPER)
+    diagnostics, _ = _open_raw(raw, template.format(path=(tmp_path / "train.py").as_posix()), USES_HELPER + BAD)
+    assert [d["code"] for d in diagnostics] == ["DDP014"]
+    diagnostics, _ = _open_raw(raw, template.format(path="/train.py"), BAD)
+    assert [d["code"] for d in diagnostics] == ["DDP014"]

@@ -287,13 +287,19 @@ def doctor(
 def clean(
     cache_dir: Annotated[Optional[Path], typer.Option(help="The cache directory to remove.")] = None,
 ) -> None:
-    """Remove the cache directory."""
+    """Remove the cache directory (only the files ddplint created there; no link is followed)."""
     from ddplint.cache import Cache, default_cache_dir
-    from ddplint.paths import project_root
+    from ddplint.paths import printable, project_root
 
     cache = Cache(cache_dir or default_cache_dir(project_root(Path.cwd())))
-    removed = cache.clear()
-    typer.echo(f"Removed {cache.directory}" if removed else f"No cache at {cache.directory}")
+    there = os.path.lexists(cache.directory)
+    removed, left = cache.clear()
+    for line in left:
+        typer.echo(printable(f"ddplint: warning: {line}"), err=True)
+    if not there:
+        typer.echo(printable(f"No cache at {cache.directory}"))
+    else:
+        typer.echo(printable(f"Removed {cache.directory}" if not left else f"Removed {removed} cache files from {cache.directory}"))
 
 
 @app.command()

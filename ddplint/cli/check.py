@@ -189,7 +189,12 @@ def _cache(request: CheckRequest, resolver: ConfigResolver) -> Cache | None:
     if not request.cache:
         return None
     directory = request.cache_dir or default_cache_dir(project_root(resolver.cwd))
-    return Cache(directory, on_bad_entry=_debug_line if request.debug else None)
+    return Cache(directory, on_bad_entry=_debug_line if request.debug else None, on_refused=_warning_line)
+
+
+def _warning_line(message: str) -> None:
+    """A one-line warning on stderr (the run goes on)."""
+    print(printable(f"ddplint: warning: {message}"), file=sys.stderr)
 
 
 def _debug_line(message: str) -> None:
@@ -239,8 +244,9 @@ def _apply_fixes(request: CheckRequest, report: Report, stdin: bytes | None) -> 
     if request.diff:
         sys.stdout.write(printable("".join(f.diff() for f in report.fixed)))
     elif stdin is not None:  # editors' format-on-save: the whole (fixed) source on stdout
-        if report.fixed:
-            sys.stdout.write(report.fixed[0].after)
+        if report.fixed:  # in the input's encoding: a UTF-8 BOM (utf-8-sig) or a PEP 263 coding stays
+            sys.stdout.flush()
+            sys.stdout.buffer.write(report.fixed[0].after.encode(report.fixed[0].encoding))
         else:
             sys.stdout.buffer.write(stdin)
     else:

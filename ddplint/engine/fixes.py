@@ -12,7 +12,11 @@ findings pay for it, and only for the statement around each change.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import difflib
+import io
+import tokenize
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -28,10 +32,10 @@ def resolve_fix(
     lines = LineIndex(text)
     edits = []
     for old, new in proposed.changes:
-        edit = _edit(old, new, module, text, positions, lines)
-        if edit is None:
+        found = _edit(old, new, module, text, positions, lines)
+        if found is None:
             return None
-        edits.append(edit)
+        edits += found
     if not disjoint(lines.range(e.span) for e in edits):
         return None
     return Fix(proposed.title, tuple(edits), proposed.applicability)
@@ -44,9 +48,10 @@ def _edit(
     text: str,
     positions: Mapping[cst.CSTNode, CodeRange],
     lines: LineIndex,
-) -> Edit | None:
+) -> list[Edit] | None:
     if new is DELETE_LINES:
-        return _delete_lines(old, text, positions, lines)
+        deleted = _delete_lines(old, text, positions, lines)
+        return None if deleted is None else [deleted]
     top = _top_statement(old, module, positions)
     if top is None or old not in positions:
         return None
@@ -65,9 +70,142 @@ def _edit(
     prefix = _common_prefix(before, after)
     suffix = _common_suffix(before[prefix:], after[prefix:])
     removed_end = len(before) - suffix
+    if _loses_comments(before, prefix, removed_end):
+        kept = _keeping_comments(before, after)
+        if kept is None:
+            return None  # no way to fix it without losing a comment: propose nothing
+        prefix = _common_prefix(before, kept)
+        suffix = _common_suffix(before[prefix:], kept[prefix:])
+        removed_end, after = len(before) - suffix, kept
     content = after[prefix : len(after) - suffix]
-    end = min(start + removed_end, len(text))
-    return Edit(lines.span(start + prefix, end), content)
+    return [Edit(lines.span(start + prefix, min(start + removed_end, len(text))), content)]
+
+
+@dataclass(frozen=True)
+class _Token:
+    """A token of a statement's code, owning the text between the previous
+    token and itself: `text` is that gap and then the token's own `string`."""
+
+    type: int
+    start: int
+    end: int
+    row: int
+    text: str
+    gap: int
+
+    @property
+    def string(self) -> str:
+        return self.text[self.gap :]
+
+    @property
+    def code(self) -> bool:
+        return self.type not in _NOT_CODE
+
+
+_NOT_CODE = frozenset(
+    {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
+)
+
+
+def _tokens(code: str) -> list[_Token] | None:
+    """`code`'s tokens, every character owned by exactly one; None if it does not tokenize."""
+    starts = [0]
+    for line in code.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+
+    def offset(row: int, column: int) -> int:
+        return min(starts[min(row, len(starts)) - 1] + column, len(code))
+
+    found: list[_Token] = []
+    cursor = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            begin = min(max(offset(*token.start), cursor), len(code))
+            end = max(offset(*token.end), begin)
+            found.append(_Token(token.type, cursor, end, token.start[0], code[cursor:end], begin - cursor))
+            cursor = end
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    if cursor < len(code):
+        row = found[-1].row if found else 1
+        found.append(_Token(tokenize.ENDMARKER, cursor, len(code), row, code[cursor:], len(code) - cursor))
+    return found
+
+
+def _doomed(comment: _Token, tokens: list[_Token], removed: Callable[[int], bool]) -> bool:
+    """Whether a comment goes with its line: the line holds code, and all of it is removed."""
+    code = [i for i, t in enumerate(tokens) if t.row == comment.row and t.code]
+    return bool(code) and all(removed(i) for i in code)
+
+
+def _loses_comments(before: str, start: int, end: int) -> bool:
+    """Whether replacing `before[start:end]` removes a comment that is to
+    stay: one on a line that keeps code, or on a line of its own."""
+    if "#" not in before[start:end]:
+        return False
+    tokens = _tokens(before)
+    if tokens is None:
+        return True
+    for token in tokens:
+        if token.type != tokenize.COMMENT or token.end <= start or token.end - len(token.string) >= end:
+            continue
+        if not _doomed(token, tokens, lambda i: tokens[i].end - len(tokens[i].string) >= start and tokens[i].end <= end):
+            return True
+    return False
+
+
+def _indent(code: str, token: _Token) -> str:
+    """The indentation of the line `token`'s own string starts on."""
+    line_start = code.rfind("\n", 0, token.end - len(token.string)) + 1
+    line = code[line_start:]
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _keeping_comments(before: str, after: str) -> str | None:
+    """`after`, but with every comment of `before` on its line, token by
+    token: only the comments of lines whose code is all removed go with it.
+    None when the change moves or adds comments (then keeping them all in
+    place is a guess)."""
+    old, new = _tokens(before), _tokens(after)
+    if old is None or new is None:
+        return None
+    keys = lambda tokens: [(t.type, t.string) for t in tokens]  # noqa: E731
+    opcodes = difflib.SequenceMatcher(None, keys(old), keys(new), autojunk=False).get_opcodes()
+    removed = [False] * len(old)
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag != "equal":
+            if any(t.type == tokenize.COMMENT for t in new[j1:j2]):
+                return None
+            removed[i1:i2] = [True] * (i2 - i1)
+    out: list[str] = []
+
+    def emit(text: str, token: _Token | None = None) -> None:
+        """Append `text`; at the start of a line kept from `before`, with that line's indentation."""
+        if token is not None and out and out[-1].endswith("\n") and "\n" not in text:
+            text = _indent(before, token) + text.lstrip(" \t")
+        out.append(text)
+
+    for tag, i1, i2, j1, j2 in opcodes:
+        if tag == "equal":
+            for i, j in zip(range(i1, i2), range(j1, j2)):
+                emit(new[j].text, old[i])
+            continue
+        insertion = "".join(t.text for t in new[j1:j2])
+        pending_newline = False
+        for i in range(i1, i2):
+            token = old[i]
+            if token.code and insertion:
+                emit(insertion, token)
+                insertion = ""
+            if token.type == tokenize.COMMENT and not _doomed(token, old, lambda k: removed[k]):
+                emit(token.text, token)
+                pending_newline = True
+            elif pending_newline and token.type in (tokenize.NL, tokenize.NEWLINE):
+                emit(token.text)
+                pending_newline = False
+        if insertion:
+            emit(insertion, old[i1] if i1 < len(old) else None)
+    return "".join(out)
 
 
 def _delete_lines(
