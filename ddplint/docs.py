@@ -55,11 +55,16 @@ def _status(rule: type[Rule]) -> str:
 
 
 def rules_table(rules: tuple[type[Rule], ...]) -> str:
-    """A plain-text table of codes, names, severities and summaries."""
-    width = max(len(r.name) for r in rules)
+    """A plain-text table of codes, names, severities, statuses and
+    summaries; a runtime check's status is ``doctor`` (run by `ddplint doctor`)."""
+    width, codes = max(len(r.name) for r in rules), max(len(r.code) for r in rules)
     return "".join(
-        f"{r.code}  {r.name:<{width}}  {r.severity.value:<7}  {r.status():<7}  {r.summary}\n" for r in rules
+        f"{r.code:<{codes}}  {r.name:<{width}}  {r.severity.value:<7}  {_listed_status(r):<7}  {r.summary}\n" for r in rules
     )
+
+
+def _listed_status(rule: type[Rule]) -> str:
+    return "doctor" if rule.code.startswith("RT") else rule.status()
 
 
 def rules_index(link_prefix: str = "", rules: tuple[type[Rule], ...] | None = None) -> str:

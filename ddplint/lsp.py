@@ -5,11 +5,13 @@ pause in typing) and saved, and cleared when it is closed. Each carries the
 rule code, a link to the rule's documentation, the guard or sampler as
 related information, and `source: "ddplint"`. Code actions offer the
 finding's fix when it has one, and "suppress with `# noqa: CODE`" for every
-finding. The workspace's own `pyproject.toml`/`ddplint.toml` apply, as in the
-CLI, and are read again when they change: on save in the editor, or when the
-editor reports them changed on disk (`workspace/didChangeWatchedFiles`; the
-server asks the editor to watch them), after which every open document is
-linted again. The server never imports or executes workspace code.
+finding; `source.fixAll.ddplint` (fix on save) gives the document with every
+safe fix applied, as `ddplint check --fix` writes it. The workspace's own
+`pyproject.toml`/`ddplint.toml` apply, as in the CLI, and are read again
+when they change: on save in the editor, or when the editor reports them
+changed on disk (`workspace/didChangeWatchedFiles`; the server asks the
+editor to watch them), after which every open document is linted again.
+The server never imports or executes workspace code.
 
 A document whose URI is not a local file (`untitled:`, `http:`,
 `file://otherhost/...`) is linted as an untitled buffer: with the
@@ -42,6 +44,7 @@ from ddplint.config.selection import resolve
 from ddplint.config.settings import Settings
 from ddplint.docs import help_uri
 from ddplint.engine import check_source
+from ddplint.engine.fixer import fix_source
 from ddplint.lsp_transport import INVALID_REQUEST, frame, serve
 from ddplint.cache import Cache, default_cache_dir
 from ddplint.model import Applicability, Finding, Severity, Span
@@ -202,6 +205,26 @@ class DdplintServer(LanguageServer):
             self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=f"{notice.path}: {notice.message}"))
         return [f for f in result.findings if f.suppressed is None]
 
+    def fixed_source(self, uri: str) -> str | None:
+        """The open document with every safe fix applied (`--fix`), or None
+        when no fix applies (or the file is excluded)."""
+        document = self.workspace.get_text_document(uri)
+        path = uri_to_path(uri)
+        if path is None:  # an untitled or remote buffer: fixed once it is a file
+            return None
+        resolver = self.resolver_for(path)
+        if resolver.excludes_file(path):
+            return None
+        try:
+            shown = str(path.relative_to(resolver.cwd))
+        except ValueError:
+            shown = str(path)
+        if buffer_notice(shown, document.source, resolver.settings_for(path)) is not None:
+            return None  # too big to lint within the limits: not fixed either
+        role = ProjectRole(facts=self.project_facts(path, document.source, resolver))
+        outcome = fix_source(shown, document.source, resolver.settings_for(path), unsafe=False, project=role)
+        return outcome.text if outcome.applied and outcome.text != document.source else None
+
     def publish(self, uri: str) -> None:
         """Lint `uri` and publish its diagnostics (never raises)."""
         try:
@@ -312,14 +335,48 @@ def did_close(ls: DdplintServer, params: lsp.DidCloseTextDocumentParams) -> None
     ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
+#: The kind of the "fix all" source action (fix on save: `"source.fixAll.ddplint": "explicit"`).
+FIX_ALL = f"{lsp.CodeActionKind.SourceFixAll.value}.{SOURCE}"
+
+
+def _wanted(kind: str, only: list[str] | None) -> bool:
+    """Whether the editor asked for actions of `kind` (`only` lists kinds and their parents)."""
+    return only is None or any(kind == k or kind.startswith(k + ".") for k in only)
+
+
 @server.feature(
     lsp.TEXT_DOCUMENT_CODE_ACTION,
-    lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]),
+    lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix, lsp.CodeActionKind.SourceFixAll, FIX_ALL]),
 )
 def code_action(ls: DdplintServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
     uri = params.text_document.uri
     document = ls.workspace.get_text_document(uri)
     lines = document.source.splitlines()
+    only = params.context.only
+    actions = _quick_fixes(ls, params, lines) if _wanted(lsp.CodeActionKind.QuickFix.value, only) else []
+    # Only on request (on save, or the editor's "Source Action..." menu): not for every light bulb.
+    if only is not None and _wanted(FIX_ALL, only) and is_python(uri, document.language_id):
+        fixed = ls.fixed_source(uri)
+        if fixed is not None:
+            actions.append(
+                lsp.CodeAction(
+                    title="ddplint: Fix all auto-fixable problems",
+                    kind=FIX_ALL,
+                    edit=lsp.WorkspaceEdit(changes={uri: [lsp.TextEdit(range=whole_range(document.source), new_text=fixed)]}),
+                )
+            )
+    return actions
+
+
+def whole_range(text: str) -> lsp.Range:
+    """The range of all of `text` (its end in UTF-16 code units)."""
+    last = text.rsplit("\n", 1)[-1]
+    return lsp.Range(start=lsp.Position(0, 0), end=lsp.Position(text.count("\n"), _utf16_column(last, len(last))))
+
+
+def _quick_fixes(ls: DdplintServer, params: lsp.CodeActionParams, lines: list[str]) -> list[lsp.CodeAction]:
+    """The finding's fix and "suppress with # noqa" for each diagnostic of ours in the request."""
+    uri = params.text_document.uri
     ours = [d for d in params.context.diagnostics if d.source == SOURCE and isinstance(d.code, str)]
     findings = ls.findings(uri)[0] if ours else []
     actions = []

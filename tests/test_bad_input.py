@@ -48,7 +48,9 @@ def test_every_bad_input_is_reported_and_the_rest_is_linted(ddplint, mess, monke
 
         monkeypatch.setattr(os, "open", open_)
     run = ddplint(".", "--format", "json", cwd=mess)
-    findings = {(f["path"], f["rule"], f["line"]) for f in run.json()}
+    findings = {(f["path"], f["rule"], f["line"]) for f in run.json() if "rule" in f}
+    notified = [(n["path"], n["level"]) for n in run.json() if n.get("kind") == "notification"]
+    assert ("unreadable.py", "error") in notified  # in the JSON too, as SARIF notifications
     assert ("real.py", "DDP014", 2) in findings
     assert ("huge.py", "DDP014", 50_002) in findings
     for name in ("syntax.py", "latin1.py", "nul.py", "bad_cookie.py", "deep.py"):

@@ -232,7 +232,9 @@ def test_a_path_longer_than_path_max_is_one_notice(ddplint, tmp_path) -> None:
     _deep_tree(tmp_path / "deep", 25)
     run = ddplint(".", "--format", "json", cwd=tmp_path)
     assert run.status == 1 and "Traceback" not in run.stderr
-    paths = sorted(f["path"] for f in run.json())
+    paths = sorted(f["path"] for f in run.json() if "rule" in f)
+    (note,) = [n for n in run.json() if n.get("kind") == "notification"]
+    assert note["message"] == "cannot read directory: File name too long"
     assert paths[-1] == "ok.py" and paths[0] == "deep/" + "/".join(["d" * 200] * 2) + "/x.py"
     assert len(paths) == 2
     (notice,) = run.stderr.splitlines()
@@ -262,7 +264,8 @@ def test_an_unreadable_directory_is_one_notice(ddplint, tmp_path, monkeypatch) -
         monkeypatch.undo()
         os.chmod(locked, 0o755)
     assert run.status == 1 and "Traceback" not in run.stderr
-    assert sorted(f["path"] for f in run.json()) == ["ok.py", "z/after.py"]
+    assert sorted(f["path"] for f in run.json() if "rule" in f) == ["ok.py", "z/after.py"]
+    assert [n["path"] for n in run.json() if n.get("kind") == "notification"] == ["locked"]
     assert run.stderr == "locked: error: cannot read directory: Permission denied\n"
 
 
@@ -275,7 +278,8 @@ def test_explicit_broken_links_are_notices_and_the_rest_is_linted(ddplint, tmp_p
     (tmp_path / "self.py").symlink_to("self.py")
     run = ddplint("gone.py", "a.py", "self.py", "z.py", "--format", "json", cwd=tmp_path)
     assert run.status == 1
-    assert sorted(f["path"] for f in run.json()) == ["a.py", "z.py"]
+    assert sorted(f["path"] for f in run.json() if "rule" in f) == ["a.py", "z.py"]
+    assert [n["path"] for n in run.json() if n.get("kind") == "notification"] == ["gone.py", "self.py"]
     assert run.stderr.splitlines() == [
         "gone.py: error: broken symlink (points to missing.py: No such file or directory); not linted",
         "self.py: error: broken symlink (points to self.py: Too many levels of symbolic links); not linted",
@@ -298,7 +302,8 @@ def test_an_explicit_unreadable_file_is_a_notice_not_a_usage_error(ddplint, tmp_
         monkeypatch.setattr(os, "open", open_)
     run = ddplint("a.py", "secret.py", "z.py", "--format", "json", cwd=tmp_path)
     assert run.status == 1, run.stderr
-    assert sorted(f["path"] for f in run.json()) == ["a.py", "z.py"]
+    assert sorted(f["path"] for f in run.json() if "rule" in f) == ["a.py", "z.py"]
+    assert [n["path"] for n in run.json() if n.get("kind") == "notification"] == ["secret.py"]
     assert run.stderr == "secret.py: error: cannot read file: Permission denied\n"
 
 

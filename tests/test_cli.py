@@ -221,6 +221,33 @@ def test_rule_docs(ddplint) -> None:
     assert bad.status == 2 and bad.stderr.startswith("ddplint: error: unknown rule code")
 
 
+def test_rule_lists_the_doctor_checks_and_finds_rules_by_name(tmp_path) -> None:
+    """As the installed console script."""
+    from ddplint.rule import all_rules
+    from ddplint.runtime.check import all_checks
+
+    def rule(*args: str):
+        return run_script("rule", *args, cwd=tmp_path)
+
+    listing = rule().stdout.splitlines()
+    assert [line.split()[0] for line in listing] == [r.code for r in (*all_rules(), *all_checks())]
+    (rt006,) = [line for line in listing if line.startswith("RT006")]
+    assert rt006.split()[1:4] == ["worker-memory-growth", "warning", "doctor"]
+    by_name = rule("unguarded-save")
+    assert by_name.status == 0 and by_name.stdout == rule("DDP006").stdout
+    assert by_name.stdout.startswith("# DDP006 unguarded-save\n")
+    for query in ("RT006", "rt006", "worker-memory-growth"):
+        run = rule(query)
+        assert run.status == 0 and run.stdout.startswith("# RT006 worker-memory-growth\n"), query
+    typo = rule("unguarded-sav")
+    assert typo.status == 2 and typo.stdout == ""
+    assert typo.stderr.count("\n") == 1 and typo.stderr.startswith("ddplint: error: unknown rule code or name 'unguarded-sav'")
+    assert "did you mean unguarded-save (DDP006)" in typo.stderr
+    nothing_close = rule("xyzzy")
+    assert nothing_close.status == 2 and "did you mean" not in nothing_close.stderr
+    assert "`ddplint rule` lists them all" in nothing_close.stderr
+
+
 def test_version(ddplint) -> None:
     from ddplint import __version__
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_valid_sarif, git_repository, write
+from conftest import assert_valid_sarif, git_repository, run_script, write
 from github_sarif import assert_code_scanning_accepts, code_scanning_problems, message_links
 
 SAMPLER = (
@@ -170,3 +170,45 @@ def test_doctor_shows_results_at_the_probed_module(ddplint, tmp_path) -> None:
 def test_doctor_sarif_location_must_exist(ddplint, tmp_path) -> None:
     run = ddplint(*DOCTOR, "--sarif-location", "nope.sh", cwd=tmp_path)
     assert run.status == 2 and "--sarif-location: no such file: nope.sh" in run.stderr
+
+
+def test_doctor_never_points_at_a_file_that_is_not_there(tmp_path) -> None:
+    """No project file, no probe module, no --sarif-location: the results have
+    no location (not a made-up pyproject.toml), and stderr says what to pass."""
+    root = git_repository(tmp_path / "repo")
+    run = run_script(*DOCTOR, cwd=root, env={"GITHUB_WORKFLOW_REF": ""})
+    assert run.status == 1, run.stderr
+    (shm,) = [r for r in results_of(run.json()) if r["ruleId"] == "RT001"]
+    assert "locations" not in shm
+    assert "pass --sarif-location FILE" in run.stderr
+    # A config in the working directory (a subdirectory of the repository) is where they go.
+    write(root, {"jobs/ddplint.toml": "[ddplint]\n"})
+    run = run_script(*DOCTOR, cwd=root / "jobs", env={"GITHUB_WORKFLOW_REF": ""})
+    log = run.json()
+    assert {location_of(r) for r in results_of(log)} == {("jobs/ddplint.toml", 1)}
+    assert (root / "jobs" / "ddplint.toml").is_file() and "--sarif-location" not in run.stderr
+    assert_code_scanning_accepts(log)
+
+
+def test_sarif_uris_are_relative_to_the_git_top_level_from_a_subdirectory(tmp_path, sarif_validator) -> None:
+    """Run from a subdirectory of the repository, as the installed script:
+    URIs stay relative to the top-level under %SRCROOT%; outside git they are
+    relative to the working directory."""
+    root = write(git_repository(tmp_path / "repo"), {"src/pkg/train.py": SAMPLER})
+    log = run_script("check", "--no-cache", "train.py", "--format", "sarif", cwd=root / "src" / "pkg").json()
+    assert_valid_sarif(sarif_validator, log)
+    assert_code_scanning_accepts(log)
+    run = log["runs"][0]
+    locations = [r["locations"][0]["physicalLocation"]["artifactLocation"] for r in run["results"]]
+    assert locations and all(loc == {"uri": "src/pkg/train.py", "uriBaseId": "%SRCROOT%"} for loc in locations)
+    assert "%SRCROOT%" in run["originalUriBaseIds"]
+    assert "uri" not in run["originalUriBaseIds"]["%SRCROOT%"]  # no path of this machine
+    # Paths given from another subdirectory name the same artifact.
+    again = run_script("check", "--no-cache", "../src/pkg/train.py", "--format", "sarif", cwd=write(root, {"docs/x": ""}) / "docs")
+    assert {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in again.json()["runs"][0]["results"]} == {
+        "src/pkg/train.py"
+    }
+    outside = write(tmp_path / "plain", {"sub/train.py": SAMPLER})
+    log = run_script("check", "--no-cache", "sub/train.py", "--format", "sarif", cwd=outside).json()
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in log["runs"][0]["results"]}
+    assert uris == {"sub/train.py"}

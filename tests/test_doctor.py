@@ -46,6 +46,27 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def test_the_json_report_matches_its_documented_schema(tmp_path) -> None:
+    """docs/doctor-output.schema.json describes the real report of a failing
+    two-rank run (the findings of the linter's schema need a file; these are about none)."""
+    import jsonschema
+
+    schema = json.loads((REPO / "docs" / "doctor-output.schema.json").read_text())
+    jsonschema.Draft7Validator.check_schema(schema)
+    run = doctor("--nproc-per-node", "2", "--shm-gib", "100000", "--format", "json", cwd=tmp_path)
+    assert run.status == 1, run.stderr
+    report = json.loads(run.stdout)
+    jsonschema.validate(report, schema)
+    shm = finding(report, "RT001")
+    assert shm["path"] is None and shm["severity"] == "error" and shm["properties"]["ranks"] == [0, 1]
+    assert {c["code"] for c in report["checks"]} >= {"RT001", "RT003", "RT008"}
+    # The schema is not vacuous: a report with a finding at a file, or a bad status, fails it.
+    for broken in ({**report, "findings": [{**shm, "path": "train.py"}]},
+                   {**report, "checks": [{**report["checks"][0], "status": "passed"}]}):  # fmt: skip
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(broken, schema)
+
+
 def test_two_local_ranks_pass_the_handshake_and_report_once() -> None:
     run = doctor("--backend", "gloo", "--nproc-per-node", "2", "--format", "json")
     assert run.status == 0, run.stderr

@@ -203,8 +203,9 @@ def test_action_inputs_reach_ddplint_as_words_and_never_run(tmp_path: Path) -> N
 def test_action_installs_its_own_commit_without_a_version(tmp_path: Path) -> None:
     log = tmp_path / "argv.jsonl"
     run_action(tmp_path, {"upload": "false"}, stubs=recording_stubs(tmp_path / "stubs", log))
-    install, gate = [json.loads(line) for line in log.read_text().splitlines()]
+    install, sarif, gate = [json.loads(line) for line in log.read_text().splitlines()]
     assert install == ["-m", "pip", "install", "--quiet", str(REPO)]
+    assert sarif[-5:] == ["--sarif-category", "ddplint", "--output", "ddplint.sarif", "--exit-zero"]  # the outputs' file
     assert gate == ["check", "--format", "github", "."]
 
 
@@ -228,6 +229,55 @@ def test_action_uploads_then_gates_on_the_users_fail_on(tmp_path: Path, source: 
     log = json.loads((work / "ddplint.sarif").read_text())
     assert_code_scanning_accepts(log)
     assert log["runs"][0]["automationDetails"] == {"id": "training/"} and log["runs"][0]["results"]
+
+
+@pytest.mark.parametrize("upload", ["true", "false"])
+def test_action_outputs_the_sarif_file_and_counts(tmp_path: Path, monkeypatch, upload: str) -> None:
+    """action.yml's outputs are what the SARIF step writes to $GITHUB_OUTPUT:
+    the file and its unsuppressed findings by level (with or without upload)."""
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    names = ["sarif-file", "findings", "errors", "warnings", "notes"]
+    assert {name: spec["value"] for name, spec in action["outputs"].items()} == {
+        name: f"${{{{ steps.sarif.outputs.{name} }}}}" for name in names
+    }
+    (sarif_step,) = [step for step in action["runs"]["steps"] if step.get("id") == "sarif"]
+    assert "if" not in sarif_step  # the outputs exist with upload: "false" too
+    suppressed = BAD + "loader2 = DataLoader(ds, sampler=DistributedSampler(ds), shuffle=True)  # noqa: DDP014\n"
+    work = write(tmp_path / "work", {"src/train.py": suppressed})
+    outputs = tmp_path / "github_output"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
+    stubs = recording_stubs(tmp_path / "stubs", tmp_path / "pip.jsonl", ddplint=False)
+    ran = run_action(work, {"path": "src", "args": "--no-cache --select ALL", "upload": upload}, stubs=stubs)
+    assert ("Run ddplint (SARIF for code scanning)", 0) in ran
+    written = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+    assert list(written) == names and written["sarif-file"] == "ddplint.sarif"
+    results = json.loads((work / "ddplint.sarif").read_text())["runs"][0]["results"]
+    active = [r["level"] for r in results if "suppressions" not in r]
+    assert len(active) < len(results)  # the suppressed finding is in the SARIF, not in the counts
+    expected = {"findings": len(active), "errors": active.count("error"),
+                "warnings": active.count("warning"), "notes": active.count("note")}  # fmt: skip
+    assert {k: int(v) for k, v in written.items() if k != "sarif-file"} == expected
+    assert expected["errors"] >= 1 and expected["findings"] == sum(expected.values()) - expected["findings"]
+
+
+def test_readme_action_workflow_works_when_pasted() -> None:
+    """The README's Action snippet is a whole workflow: the permissions the
+    upload needs, a checkout before the Action, outputs action.yml declares."""
+    readme = (REPO / "README.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, flags=re.DOTALL)
+    (text,) = [b for b in blocks if "ddplint/ddplint@" in b and "jobs:" in b]
+    workflow = yaml.safe_load(text)
+    assert workflow["permissions"] == {"contents": "read", "security-events": "write"}
+    (job,) = workflow["jobs"].values()
+    uses = [step.get("uses", "") for step in job["steps"]]
+    checkout = next(i for i, u in enumerate(uses) if u.startswith("actions/checkout@"))
+    ours = next(i for i, u in enumerate(uses) if u.startswith("ddplint/ddplint@"))
+    assert checkout < ours
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    assert set(job["steps"][ours]["with"]) <= set(action["inputs"])
+    step_id = job["steps"][ours]["id"]
+    used = re.findall(rf"steps\.{step_id}\.outputs\.([\w-]+)", text)
+    assert used and set(used) <= set(action["outputs"])
 
 
 # ------------------------------------------------------------------ GitLab

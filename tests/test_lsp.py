@@ -34,7 +34,7 @@ async def client(lsp_client: LanguageClient, workspace: Path):
         registrations.extend(params.registrations)
 
     lsp_client.registrations = registrations
-    await lsp_client.initialize_session(
+    lsp_client.initialize_result = await lsp_client.initialize_session(
         lsp.InitializeParams(capabilities=client_capabilities("visual-studio-code"), root_uri=workspace.as_uri())
     )
     yield
@@ -221,6 +221,61 @@ async def test_a_config_file_opened_in_the_editor_is_not_linted_as_python(
     uri = await _open(client, workspace / "train.py", BAD)  # the next diagnostics are train.py's
     assert [d.code for d in client.diagnostics[uri]] == ["DDP014"]
     assert config.as_uri() not in client.diagnostics
+
+
+async def test_fix_all_source_action_applies_the_safe_fixes(client: LanguageClient, workspace: Path) -> None:
+    """Fix on save: `source.fixAll.ddplint` is advertised and returns the
+    document as `ddplint check --fix` writes it (safe fixes only)."""
+    from ddplint.engine.fixer import fix_source
+    from ddplint.rule import all_rules_settings
+
+    kinds = client.initialize_result.capabilities.code_action_provider.code_action_kinds
+    assert "source.fixAll.ddplint" in kinds
+    uri = await _open(client, workspace / "train.py", BAD)
+    for only in (["source.fixAll.ddplint"], ["source.fixAll"], ["source"]):
+        actions = await client.text_document_code_action_async(
+            lsp.CodeActionParams(
+                text_document=lsp.TextDocumentIdentifier(uri=uri),
+                range=lsp.Range(start=lsp.Position(0, 0), end=lsp.Position(0, 0)),
+                context=lsp.CodeActionContext(diagnostics=[], only=only),
+            )
+        )
+        (action,) = actions  # no quick fixes: the editor asked for the source action only
+        assert action.kind == "source.fixAll.ddplint"
+        (edit,) = action.edit.changes[uri]
+        assert edit.range.start == lsp.Position(0, 0) and edit.range.end == lsp.Position(len(BAD.splitlines()), 0)
+        assert edit.new_text == fix_source("train.py", BAD, all_rules_settings()).text != BAD
+        assert "shuffle=True" not in edit.new_text
+    # A document with nothing to fix gets no action; quick fixes alone exclude it.
+    clean = await _open(client, workspace / "clean.py", GOOD)
+    only_fix_all = lsp.CodeActionContext(diagnostics=[], only=["source.fixAll"])
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(text_document=lsp.TextDocumentIdentifier(uri=clean), range=lsp.Range(
+            start=lsp.Position(0, 0), end=lsp.Position(0, 0)), context=only_fix_all)
+    )
+    assert not actions
+    (diagnostic,) = client.diagnostics[uri]
+    quick = await client.text_document_code_action_async(
+        lsp.CodeActionParams(text_document=lsp.TextDocumentIdentifier(uri=uri), range=diagnostic.range,
+                             context=lsp.CodeActionContext(diagnostics=[diagnostic], only=["quickfix"]))
+    )
+    assert quick and {a.kind for a in quick} == {"quickfix"}
+
+
+async def test_fix_all_leaves_unsafe_fixes_alone(client: LanguageClient, workspace: Path) -> None:
+    """DDP006's fix (a rank-0 guard) is not safe: fix on save never applies it."""
+    text = (
+        "import torch\nimport torch.distributed as dist\n\n\ndef save(model):\n"
+        "    dist.init_process_group('nccl')\n    torch.save(model.state_dict(), 'c.pt')\n"
+    )
+    uri = await _open(client, workspace / "save.py", text)
+    assert [d.code for d in client.diagnostics[uri]] == ["DDP006"]
+    actions = await client.text_document_code_action_async(
+        lsp.CodeActionParams(text_document=lsp.TextDocumentIdentifier(uri=uri), range=lsp.Range(
+            start=lsp.Position(0, 0), end=lsp.Position(0, 0)),
+            context=lsp.CodeActionContext(diagnostics=[], only=["source.fixAll"]))
+    )
+    assert not actions
 
 
 # ------------------------------------------------------------------ a faulty or hostile client, byte by byte

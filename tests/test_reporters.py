@@ -142,6 +142,33 @@ def test_json_matches_the_documented_schema(ddplint, repo) -> None:
     assert (edit["line"], edit["end_line"], edit["content"]) == (4, 4, "")
 
 
+def test_json_records_what_could_not_be_linted_as_sarif_does(tmp_path) -> None:
+    """A broken symlink: SARIF's tool execution notification, and in JSON a
+    notification item after the findings (the console script, both formats)."""
+    from conftest import run_script
+
+    write(tmp_path, {"src/train.py": BAD})
+    (tmp_path / "src" / "gone.py").symlink_to("missing.py")
+    schema = json.loads((REPO / "docs" / "json-output.schema.json").read_text())
+    run = run_script("check", "--no-cache", "src", "--format", "json", cwd=tmp_path)
+    assert run.status == 1
+    items = run.json()
+    jsonschema.validate(items, schema)
+    findings = [i for i in items if "rule" in i]
+    (note,) = [i for i in items if i.get("kind") == "notification"]
+    assert items[-1] is note and findings and all(f["path"] == "src/train.py" for f in findings)
+    assert note["path"] == "src/gone.py" and note["level"] == "error" and note["internal"] is False
+    assert "broken symlink" in note["message"]
+    log = run_script("check", "--no-cache", "src", "--format", "sarif", cwd=tmp_path).json()
+    (sarif_note,) = log["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert sarif_note["message"]["text"] == note["message"] and sarif_note["level"] == note["level"]
+    assert sarif_note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == note["path"]
+    # A notification is not a finding to the schema, nor a finding a notification.
+    for broken in ({**note, "rule": "DDP001"}, {**findings[0], "kind": "notification"}, {**note, "level": "fatal"}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate([broken], schema)
+
+
 # ------------------------------------------------------------------ GitHub
 
 

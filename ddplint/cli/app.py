@@ -188,22 +188,31 @@ def check(
 
 @app.command()
 def rule(
-    code: Annotated[Optional[str], typer.Argument(help="A rule or doctor check code, e.g. DDP014 or RT003; omit to list all.")] = None,
+    code: Annotated[
+        Optional[str],
+        typer.Argument(help="A rule or doctor check, by code or name: DDP014, unguarded-save, RT006; omit to list all."),
+    ] = None,
 ) -> None:
-    """Show a rule's (or doctor check's) documentation, or list every rule."""
+    """Show a rule's (or doctor check's) documentation, or list every rule and check."""
+    import difflib
+
     from ddplint.docs import rule_markdown, rules_table
-    from ddplint.rule import all_rules, get_rule
+    from ddplint.rule import all_rules
+    from ddplint.runtime.check import all_checks
 
+    everything = (*all_rules(), *all_checks())
     if code is None:
-        typer.echo(rules_table(all_rules()), nl=False)
+        typer.echo(rules_table(everything), nl=False)
         return
-    found = get_rule(code)
-    if found is None and code.upper().startswith("RT"):
-        from ddplint.runtime.check import all_checks
-
-        found = next((c for c in all_checks() if c.code == code.upper()), None)
+    wanted = code.strip()
+    found = next((r for r in everything if wanted.upper() == r.code or wanted.lower() == r.name), None)
     if found is None:
-        raise _fail(f"unknown rule code {code!r} (see `ddplint rule` for the list)")
+        by_key = {key: r for r in everything for key in (r.code, r.name)}
+        close = difflib.get_close_matches(wanted.lower(), [k.lower() for k in by_key], n=3, cutoff=0.6)
+        named = {by_key.get(k) or by_key[k.upper()] for k in close}
+        hint = " or ".join(f"{r.name} ({r.code})" for r in sorted(named, key=lambda r: r.code))
+        hint = f"did you mean {hint}? " if hint else ""
+        raise _fail(f"unknown rule code or name {code!r} ({hint}`ddplint rule` lists them all)")
     typer.echo(rule_markdown(found), nl=False)
 
 

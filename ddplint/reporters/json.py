@@ -1,7 +1,10 @@
-"""Machine-readable output: a JSON array of finding objects.
+"""Machine-readable output: a JSON array of finding objects, then one
+notification object per path that could not be linted (unreadable, broken
+symlink, an internal error), as SARIF's ``toolExecutionNotifications``:
+``{"kind": "notification", "level", "message", "path", "internal"}``.
 
-The schema is documented in `docs/json-output.md` and checked by the tests
-against `docs/json-output.schema.json`; fields are only ever added.
+The schema is checked by the tests against `docs/json-output.schema.json`;
+fields are only ever added. A finding has a ``rule``; a notification has none.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ddplint.model import Finding, Span
+from ddplint.model import Finding, Notice, Span
 from ddplint.reporters.options import RenderOptions, valid_text
 from ddplint.reporters.fingerprint import fingerprints
 from ddplint.report import Report
@@ -49,8 +52,20 @@ def finding_object(finding: Finding, fingerprint: str) -> dict[str, Any]:
     }
 
 
+def notification_object(notice: Notice) -> dict[str, Any]:
+    """A path that could not be linted, as SARIF's tool execution notification."""
+    return {
+        "kind": "notification",
+        "level": notice.level.value,
+        "message": notice.message,
+        "path": notice.path,
+        "internal": notice.internal,
+    }
+
+
 def render(report: Report, options: RenderOptions) -> str:
-    """The findings as a JSON array (suppressed findings left out)."""
+    """The findings as a JSON array (suppressed findings left out), then the notifications."""
     active = report.active
     prints = fingerprints(active, lambda f: f.path)
-    return json.dumps(valid_text([finding_object(f, p) for f, p in zip(active, prints)]), indent=2) + "\n"
+    items = [finding_object(f, p) for f, p in zip(active, prints)] + [notification_object(n) for n in report.notices]
+    return json.dumps(valid_text(items), indent=2) + "\n"

@@ -9,8 +9,14 @@ first of these that applies:
 2. under GitHub Actions, the workflow file that ran the doctor
    (``GITHUB_WORKFLOW_REF``), when it is in the checkout;
 3. the module of ``--step``, else of ``--dataset`` (the code the probes ran);
-4. the project's ``pyproject.toml``, ``setup.py`` or ``setup.cfg`` (the first
-   that exists at the repository root), else ``pyproject.toml``.
+4. the project's configuration: ``pyproject.toml``, ``ddplint.toml``,
+   ``setup.py`` or ``setup.cfg``, the first that exists in the working
+   directory, else at the repository root.
+
+When none of these exists, the results have no location (never a file that
+is not there: code scanning would show an alert at a path that does not
+exist) and `ddplint doctor` says on stderr that code scanning will reject
+the upload unless ``--sarif-location`` names a file.
 """
 
 from __future__ import annotations
@@ -23,11 +29,12 @@ from ddplint.paths import project_root
 from ddplint.runtime.context import DoctorRequest
 
 #: Project files tried last, at the repository root.
-PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+PROJECT_FILES = ("pyproject.toml", "ddplint.toml", "setup.py", "setup.cfg")
 
 
-def results_location(request: DoctorRequest, environ: Mapping[str, str] | None = None) -> str:
-    """The file (an absolute path) at which the doctor's SARIF results are shown."""
+def results_location(request: DoctorRequest, environ: Mapping[str, str] | None = None) -> str | None:
+    """The file (an absolute path) at which the doctor's SARIF results are
+    shown; None when no file applies."""
     cwd = request.options.cwd
     if request.sarif_location:
         return str(cwd / request.sarif_location)
@@ -39,8 +46,9 @@ def results_location(request: DoctorRequest, environ: Mapping[str, str] | None =
         module = module_file(cwd, reference) if reference else None
         if module is not None:
             return str(module)
-    found = next((root / name for name in PROJECT_FILES if (root / name).is_file()), None)
-    return str(found or root / PROJECT_FILES[0])
+    places = dict.fromkeys((cwd, root))  # the working directory first, once
+    found = next((d / name for d in places for name in PROJECT_FILES if (d / name).is_file()), None)
+    return str(found) if found is not None else None
 
 
 def workflow_file(root: Path, environ: Mapping[str, str]) -> Path | None:

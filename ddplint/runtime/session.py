@@ -151,11 +151,15 @@ def _show_native_log(text: str, info: RankInfo, debug: bool) -> None:
 
 def _report(request: DoctorRequest, report: DoctorReport, output: str | None, html: str | None = None) -> int:
     fmt = OutputFormat(request.output_format)
+    location = results_location(request)
     options = RenderOptions(
         cwd=request.options.cwd, color=request.color and output is None,
-        sarif_category=request.sarif_category, sarif_location=results_location(request),
+        sarif_category=request.sarif_category, sarif_location=location,
     )  # fmt: skip
     _write(render(report, fmt, options), output)
+    if fmt is OutputFormat.SARIF and location is None and report.findings():
+        print("ddplint: warning: the SARIF results have no file to be shown at (no pyproject.toml, ddplint.toml, "
+              "setup.py or setup.cfg here); code scanning rejects them: pass --sarif-location FILE", file=sys.stderr)
     if html is not None:
         from ddplint.runtime.html import render_html
 
