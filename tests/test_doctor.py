@@ -71,6 +71,27 @@ def test_text_report_is_a_checklist_with_a_row_per_rank() -> None:
     assert lines[-1] == "No problems found."
 
 
+def test_every_failing_check_prints_one_line_of_advice_and_the_marks_are_explained() -> None:
+    run = doctor("--nproc-per-node", "1", "--only", "RT001,RT004", "--shm-gib", "100000", "--num-workers", "512")
+    assert run.status == 1, run.stderr
+    lines = run.stdout.splitlines()
+    for code, advice in (("RT001", "enlarge /dev/shm"), ("RT004", "lower the DataLoader's num_workers")):
+        at = next(i for i, line in enumerate(lines) if line.startswith(f"  ✗ {code} "))
+        assert lines[at + 1].strip().startswith(f"fix: {advice}"), lines[at : at + 2]
+    legend = [line for line in lines if "✓ passed" in line]
+    assert legend and all(mark in legend[0] for mark in ("✓ ", "! ", "- ", "✗ ")), run.stdout
+    assert lines[-1] == "2 problems found."
+    report = doctor("--nproc-per-node", "1", "--only", "RT001", "--shm-gib", "100000", "--format", "json").json()
+    assert check(report, "RT001")["advice"].startswith("enlarge /dev/shm")
+
+
+def test_every_check_has_one_line_of_advice() -> None:
+    from ddplint.runtime.check import all_checks
+
+    for runtime_check in all_checks():
+        assert runtime_check.advice.strip() and "\n" not in runtime_check.advice, runtime_check.code
+
+
 def test_under_torchrun_every_rank_checks_and_rank_0_reports(tmp_path: Path) -> None:
     started = time.monotonic()
     proc = subprocess.run(

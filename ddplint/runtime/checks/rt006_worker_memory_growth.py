@@ -72,6 +72,7 @@ class WorkerMemoryGrowth(Check):
     code = "RT006"
     name = "worker-memory-growth"
     severity = Severity.WARNING
+    advice = "hold the samples in NumPy arrays or tensors instead of Python lists and dicts, and bound any cache filled in __getitem__"
     summary = "DataLoader workers' memory keeps growing while they read the dataset."
     tags = ("memory", "data-loading", "probe")
     per_rank = False

@@ -73,6 +73,7 @@ class MemoryPlateau(Check):
     code = "RT007"
     name = "memory-plateau"
     severity = Severity.WARNING
+    advice = "keep no tensors across steps: log losses with .item() or .detach(), and do not keep outputs"
     summary = "Memory of the training step keeps growing after its warm-up instead of reaching a plateau."
     tags = ("memory", "probe")
     per_rank = False
