@@ -195,8 +195,8 @@ def test_worker_memory_growth_probe(factory: str, flagged: bool) -> None:
 )
 def test_memory_plateau_probe(factory: str, steps: int, flagged: bool) -> None:
     # loss_appending_step keeps each loss with its graph: a few KiB a step, which
-    # malloc hid in freed memory for the first hundred or so steps (issue 23, 33):
-    # the resident set is read after malloc_trim, over the later half of the steps.
+    # malloc hides in freed memory for the first hundred or so steps (issue 23, 33):
+    # the trend is fitted over the later half of 500 steps.
     run = doctor("--nproc-per-node", "1", "--only", "RT007", "--step", f"doctor_targets:{factory}",
                  "--steps", steps, "--batch-size", "64", "--format", "json", cwd=PROBES, timeout=600)  # fmt: skip
     assert run.status == (1 if flagged else 0), run.stdout[-2000:] + run.stderr

@@ -34,8 +34,7 @@ class MemoryPlateau(Check):
     and `device=` if it accepts them) to get a step function, runs it
     `--steps` times (default 100), under `torch.autocast` on a GPU, and
     records memory after each step: `torch.cuda.max_memory_allocated` on a
-    GPU, the resident set on the CPU (after `malloc_trim`, so that freed
-    memory the allocator keeps does not hide a leak). It then fits the trend
+    GPU, the resident set on the CPU. It then fits the trend
     of the later half of that curve (the first half is warm-up): the
     Theil–Sen slope, reported in MiB per 1,000 steps with one-sided 95 %
     bounds, and the range measured there. It fails when even the lower bound

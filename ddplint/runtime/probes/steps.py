@@ -33,36 +33,7 @@ def _meter(device: str) -> tuple[str, Callable[[], int]]:
     import psutil
 
     process = psutil.Process()
-    trim = _malloc_trim()
-
-    def rss() -> int:
-        trim()
-        return process.memory_info().rss
-
-    return "resident set size", rss
-
-
-def _malloc_trim() -> Callable[[], None]:
-    """glibc's ``malloc_trim(0)`` (a no-op elsewhere): hands the allocator's
-    free pages back before each reading, so that the resident set follows
-    what the step keeps rather than what malloc caches. Without it a leak of
-    a few KiB per step hides in freed memory for the first hundred steps."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
-        trim = None
-    if trim is None:
-        return lambda: None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-
-    def call() -> None:
-        trim(0)
-
-    return call
+    return "resident set size", lambda: process.memory_info().rss
 
 
 def _autocast(device: str) -> Any:
