@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from conftest import assert_valid_sarif
 from test_doctor import check, doctor, finding, free_port
 
 #: --timeout of the joining tests: a rank must give up within a few times this
@@ -91,6 +92,38 @@ def test_a_rank_that_cannot_join_says_so_and_fails_within_the_timeout(tmp_path: 
     unreachable = finding(report, "RT003")
     assert unreachable["message"].startswith(f"could not reach the rendezvous store at 127.0.0.1:{port}")
     assert unreachable["properties"]["ranks"] == [1]
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_a_rank_that_cannot_join_writes_the_requested_report(tmp_path: Path, fmt: str, sarif_validator) -> None:
+    # --output without {rank}: rank 0 writes the job's report there, but a rank
+    # that never reached rank 0 is in nobody's report unless it writes its own
+    # (issue 33: no file was written at all).
+    output = tmp_path / f"doctor.{fmt}"
+    with peer("nothing") as port:
+        run = doctor("--timeout", TIMEOUT, "--format", fmt, "--output", output, env=rank_one(port), timeout=HUNG)
+    assert run.status == 1, (run.stdout, run.stderr)
+    [verdict] = run.stdout.splitlines()
+    assert "could not join (RT003)" in verdict and verdict.endswith(f"; report in {output}"), verdict
+    log = json.loads(output.read_text())
+    if fmt == "json":
+        message = finding(log, "RT003")["message"]
+    else:
+        assert_valid_sarif(sarif_validator, log)
+        [result] = [r for r in log["runs"][0]["results"] if r["ruleId"] == "RT003"]
+        assert result["level"] == "error" and result["locations"]
+        message = result["message"]["text"]
+    assert message.startswith(f"could not reach the rendezvous store at 127.0.0.1:{port}"), message
+    assert not list(tmp_path.glob(".*.tmp"))  # written whole, through a renamed temporary file
+
+
+def test_the_verdict_of_rank_0_names_the_failing_check(tmp_path: Path) -> None:
+    with peer("stall") as port:  # rank 0 cannot host the store
+        env = {**rank_one(port), "RANK": "0", "LOCAL_RANK": "0"}
+        run = doctor("--timeout", TIMEOUT, "--backend", "gloo", "--only", "RT003", "--output", tmp_path / "r.txt",
+                     env=env, timeout=HUNG)  # fmt: skip
+    assert run.status == 1, run.stderr
+    assert run.stdout.strip() == f"ddplint doctor: 2 ranks (gloo): 1 problem found (RT003); report in {tmp_path / 'r.txt'}"
 
 
 def test_rank_0_that_cannot_host_the_store_says_why() -> None:

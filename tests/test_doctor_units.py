@@ -140,3 +140,47 @@ def test_a_cpu_rank_pins_nothing_and_the_budget_is_skipped() -> None:
     options = DoctorOptions(batch_bytes=64 * 2**30, num_workers=8)
     result = PinnedMemoryBudget().run(RankContext(options, RankInfo.single(), "gloo", "cpu"))
     assert result.status is Status.SKIP and result.summary.startswith("without CUDA nothing is pinned (1 rank × 8 workers × 2 prefetch × 64.0 GiB = 1024.0 GiB pinned on a GPU host")
+
+
+def _slow_dataset_probe(monkeypatch: pytest.MonkeyPatch, uss: list[int], positions: list[int]) -> object:
+    """RT006's verdict on a measured curve: the probe returns `uss` (2 workers, an
+    epoch of a million samples of which `positions[-1]` were read)."""
+    from ddplint.runtime.checks import rt006_worker_memory_growth as rt006
+    from ddplint.runtime.probes.workers import WorkerProbe
+
+    probe = WorkerProbe(Curve(positions, uss), 2, positions[-1], 1_000_000, 10.0, exhausted=False)
+    monkeypatch.setattr(rt006, "probe_workers", lambda *args, **kwargs: probe)
+    ctx = RankContext(DoctorOptions(num_workers=2, timeout=10), RankInfo.single(), "gloo", "cpu",
+                      factories={"dataset": lambda: None})  # fmt: skip
+    return rt006.WorkerMemoryGrowth().run(ctx)
+
+
+SAMPLES = list(range(64, 2049, 64))  # 10 ms a sample, 2 workers, 10 s: about 2,000 samples of a million
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        # pages touched once as the workers start, fewer and fewer: 0.3 MiB in 2,000 samples
+        lambda s: int(7 * 2**10 * s**0.5),
+        # a warm-up that outlasts the first quarter, then nothing
+        lambda s: min(s, 1100) * 300,
+    ],
+)
+def test_a_slow_dataset_that_stores_nothing_does_not_fail(monkeypatch: pytest.MonkeyPatch, shape) -> None:
+    # Issue 33: a 10 ms-a-sample Dataset got "146 MiB per epoch" from warm-up growth
+    # extrapolated 500 times; a failure needs growth that persists past the warm-up.
+    rng = random.Random(7)
+    uss = [20 * MIB + shape(s) + rng.randrange(0, 3) * 4096 for s in SAMPLES]
+    result = _slow_dataset_probe(monkeypatch, uss, SAMPLES)
+    assert result.status is not Status.FAIL, result.summary
+    low, high = result.measured["window_low_bytes"] / MIB, result.measured["window_high_bytes"] / MIB
+    assert f"measured {low:.2f}-{high:.2f} MiB over samples 1,088-2,048" in result.summary, result.summary
+
+
+def test_worker_growth_that_persists_past_the_warm_up_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    # copy-on-read: every sample read copies its pages, 4 KiB a sample here
+    uss = [20 * MIB + 4096 * s for s in SAMPLES]
+    result = _slow_dataset_probe(monkeypatch, uss, SAMPLES)
+    assert result.status is Status.FAIL and "per epoch on this node" in result.summary, result.summary
+    assert "measured 24.25-28.00 MiB over samples 1,088-2,048" in result.summary, result.summary

@@ -59,6 +59,8 @@ class Check:
     name: ClassVar[str]
     severity: ClassVar[Severity]
     summary: ClassVar[str]
+    #: One line: what to do when the check fails (printed under the failure).
+    advice: ClassVar[str]
     tags: ClassVar[tuple[str, ...]] = ()
     distributed_only: ClassVar[bool] = False
     per_rank: ClassVar[bool] = True
@@ -70,6 +72,9 @@ class Check:
             return
         if not _CODE_RE.match(cls.code):
             raise RuleDefinitionError(f"{cls.__qualname__}: code {cls.code!r} is not of the form RT000")
+        advice = cls.__dict__.get("advice", "")
+        if not advice.strip() or "\n" in advice:
+            raise RuleDefinitionError(f"{cls.__qualname__}: advice must be one line saying what to do")
         cls.docs = RuleDocs.parse(cls.__doc__ or "", cls.__qualname__)
         if cls.code in _CHECKS and _CHECKS[cls.code] is not cls:
             raise RuleDefinitionError(f"{cls.__qualname__}: code {cls.code} already used")

@@ -22,6 +22,8 @@ from ddplint.runtime.report import CheckOutcome, DoctorReport, compact_ranks
 
 _MARKS = {Status.PASS: "✓", Status.FAIL: "✗", Status.NOTE: "!", Status.SKIP: "-", Status.ERROR: "✗"}
 _ASCII_MARKS = {Status.PASS: "ok", Status.FAIL: "XX", Status.NOTE: "!!", Status.SKIP: "--", Status.ERROR: "XX"}
+#: Marks the one line of advice under a failing check.
+_ADVICE = "fix:"
 _COLORS = {Status.PASS: "32", Status.FAIL: "31", Status.NOTE: "36", Status.SKIP: "2", Status.ERROR: "31"}
 
 
@@ -47,14 +49,26 @@ def _line(outcome: CheckOutcome, report: DoctorReport, color: bool) -> list[str]
     mark = f"\x1b[{_COLORS[status]}m{marks[status]}\x1b[0m" if color else marks[status]
     head = f"{mark} {outcome.check.code} {outcome.check.name:<26}"
     if outcome.uniform:
-        return [f"  {head} {outcome.groups[0][0].summary}", *_curve(outcome.groups[0][0], "    ")]
-    lines = [f"  {head} differs between ranks:"]
-    for result, ranks in outcome.groups:
-        hosts = ", ".join(sorted({report.hostname(r) for r in ranks}))
-        noun = "rank" if len(ranks) == 1 else "ranks"
-        lines.append(f"      {marks[result.status]} {noun} {compact_ranks(ranks)} ({hosts}): {result.summary}")
-        lines.extend(_curve(result, "        "))
+        lines = [f"  {head} {outcome.groups[0][0].summary}", *_curve(outcome.groups[0][0], "    ")]
+    else:
+        lines = [f"  {head} differs between ranks:"]
+        for result, ranks in outcome.groups:
+            hosts = ", ".join(sorted({report.hostname(r) for r in ranks}))
+            noun = "rank" if len(ranks) == 1 else "ranks"
+            lines.append(f"      {marks[result.status]} {noun} {compact_ranks(ranks)} ({hosts}): {result.summary}")
+            lines.extend(_curve(result, "        "))
+    if status is Status.FAIL:
+        lines.append(f"    {'':<33}{_ADVICE} {outcome.check.advice}")
+    elif status is Status.ERROR:
+        lines.append(f"    {'':<33}{_ADVICE} the check raised: run again with --debug for the traceback")
     return lines
+
+
+def _legend(marks: dict[Status, str]) -> str:
+    """What the marks mean, in the order of the checklist's verdicts."""
+    meaning = ((Status.PASS, "passed"), (Status.NOTE, "note (could not tell, or worth knowing)"),
+               (Status.SKIP, "skipped"), (Status.FAIL, "problem, or could not run"))  # fmt: skip
+    return "  " + "   ".join(f"{marks[status]} {text}" for status, text in meaning)
 
 
 def _who(report: DoctorReport) -> str:
@@ -82,6 +96,7 @@ def render_text(report: DoctorReport, color: bool = False) -> str:
         lines.append(f"  {row.rank:>4}  {local:>5}  {row.hostname:<24}  {device}")
     findings = [f for f in report.findings() if f.severity.value != "note"]
     errors = report.errors()
+    lines += ["", _legend(_marks())]
     lines.append("")
     if errors:
         lines.append(f"{len(errors)} check{'s' if len(errors) > 1 else ''} could not run.")
@@ -106,6 +121,7 @@ def doctor_json(report: DoctorReport, options: RenderOptions) -> dict[str, Any]:
         "checks": [
             {
                 "code": o.check.code, "name": o.check.name, "status": o.status.value,
+                **({"advice": o.check.advice} if o.status is Status.FAIL else {}),
                 "results": [{**r.to_json(), "ranks": ranks} for r, ranks in o.groups],
             }
             for o in report.outcomes

@@ -55,11 +55,19 @@ def _factories(request: DoctorRequest) -> dict[str, Any]:
 
 
 def _write(text: str, output: str | None) -> None:
+    """To stdout, or to `output` whole: through a temporary file renamed over
+    it, so that two ranks writing one path never leave a mixture."""
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    Path(output).write_text(text, encoding="utf-8")
+    target = Path(output)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _teardown(timeout: float) -> None:
@@ -112,13 +120,17 @@ def _check_and_report(request: DoctorRequest, info: RankInfo, factories: dict[st
     payload = {"info": info.to_json(), "device": device, "results": [r.to_json() for r in results]}
     gathered = gather_results(ctx, payload)
     output = request.output_for(info.rank)
+    if output is None and ctx.rendezvous.error and info.rank != 0:
+        # Rank 0 will not report a rank that never reached it: this rank
+        # writes the requested report itself (its RT003 failure).
+        output = request.output
     if info.rank == 0:
         probes = [_run_check(c, ctx, request.debug) for c in selected if not c.per_rank]
         report = DoctorReport.build(gathered or [payload], probes, backend, info.world_size)
         status = _report(request, report, output, html=request.html)
     else:
         report = DoctorReport.build([payload], [], backend, info.world_size)
-        if request.writes(info.rank):
+        if request.writes(info.rank) or output is not None:
             _report(request, report, output)
         # A rank that joined exits 0 whatever it found: rank 0 reports the job,
         # and torchrun stops every rank as soon as one fails, rank 0 mid-report.

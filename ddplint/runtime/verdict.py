@@ -20,7 +20,7 @@ def verdict(report: DoctorReport, info: RankInfo, rendezvous: Rendezvous, output
         return f"ddplint doctor: {_ranks(info.world_size)} ({report.backend}): {conclusion(report)}{where}"
     rank = f"rank {info.rank} of {info.world_size} on {info.hostname}"
     if rendezvous.error:
-        return f"ddplint doctor: {rank} could not join: {rendezvous.error}{where}"
+        return f"ddplint doctor: {rank} could not join (RT003): {rendezvous.error}{where}"
     return f"ddplint doctor: {rank} joined: {conclusion(report)} here, rank 0 reports the job{where}"
 
 
@@ -29,9 +29,10 @@ def conclusion(report: DoctorReport) -> str:
     errors = len(report.errors())
     if errors:
         return f"{errors} check{'s' if errors != 1 else ''} could not run"
-    problems = sum(1 for finding in report.findings() if finding.severity.value != "note")
-    if problems:
-        return f"{problems} problem{'s' if problems != 1 else ''} found"
+    found = [finding for finding in report.findings() if finding.severity.value != "note"]
+    if found:
+        codes = ", ".join(sorted({finding.rule for finding in found}))
+        return f"{len(found)} problem{'s' if len(found) != 1 else ''} found ({codes})"
     return "no problems found"
 
 

@@ -124,3 +124,9 @@ def slow_dataset() -> Dataset:
 
 def very_slow_dataset() -> Dataset:
     return Slow(0.05)
+
+
+def ten_ms_dataset() -> Dataset:
+    """Decoding-speed samples that store nothing: the workers' memory rises
+    while they start and then stays flat (issue 33)."""
+    return Slow(0.01)

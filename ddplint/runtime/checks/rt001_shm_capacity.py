@@ -48,6 +48,7 @@ class ShmCapacity(Check):
     code = "RT001"
     name = "shm-capacity"
     severity = Severity.ERROR
+    advice = "enlarge /dev/shm (docker run --shm-size, a memory-backed emptyDir) or lower num_workers / prefetch_factor"
     summary = "Free /dev/shm below what the DataLoader workers need."
     tags = ("memory", "data-loading")
 

@@ -42,6 +42,7 @@ class AcceleratorAvailability(Check):
     code = "RT002"
     name = "accelerator-availability"
     severity = Severity.ERROR
+    advice = "give every local rank its own GPU: check CUDA_VISIBLE_DEVICES, nvidia-smi and that torch was built with CUDA, or use --backend gloo"
     summary = "CUDA unavailable, or fewer visible GPUs than local ranks."
     tags = ("hardware",)
 

@@ -58,6 +58,7 @@ class ProcessGroupHandshake(Check):
     code = "RT003"
     name = "process-group-handshake"
     severity = Severity.ERROR
+    advice = "start every rank with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE, and make MASTER_PORT on rank 0's host reachable from every node"
     summary = "The process group cannot be formed, returns a wrong all_reduce, or a barrier does not complete."
     tags = ("distributed", "hang")
 

@@ -44,6 +44,7 @@ class CpuOversubscription(Check):
     code = "RT004"
     name = "cpu-oversubscription"
     severity = Severity.WARNING
+    advice = "lower the DataLoader's num_workers so that workers × local ranks fit the CPU cores"
     summary = "More DataLoader workers on the node than CPUs available."
     tags = ("performance", "data-loading")
 

@@ -54,6 +54,7 @@ class PinnedMemoryBudget(Check):
     code = "RT005"
     name = "pinned-memory-budget"
     severity = Severity.ERROR
+    advice = "lower num_workers, prefetch_factor or the batch size, or set pin_memory=False"
     summary = "Pinned batches in flight exceed the host memory budget or RLIMIT_MEMLOCK."
     tags = ("memory", "data-loading")
 

@@ -7,13 +7,17 @@ from ddplint.runtime.check import Check, CheckResult, Status, count
 from ddplint.runtime.context import RankContext
 from ddplint.runtime.host import MIB, gib, memory_available
 from ddplint.runtime.probes.loader import call_with_supported
-from ddplint.runtime.probes.trend import Verdict
+from ddplint.runtime.probes.trend import LATER_HALF, Verdict
 from ddplint.runtime.probes.workers import WorkerProbe, probe_workers
 
 #: Workers of the probe when --num-workers is not given.
 DEFAULT_WORKERS = 2
 #: Growth per worker over an epoch that matters; below it, page-sized noise.
 FLOOR_PER_WORKER = 4 * MIB
+#: Growth per worker over the fitted samples that private memory shows for
+#: sure: below it, pages touched once (a worker's first imports, buffers,
+#: allocator arenas) that an extrapolation to an epoch would turn into a leak.
+RESOLUTION_PER_WORKER = 256 * 1024
 #: The horizon of that floor for a dataset without a length.
 HORIZON_SAMPLES = 1_000_000
 
@@ -27,15 +31,18 @@ class WorkerMemoryGrowth(Check):
     through a real `DataLoader` with `--num-workers` workers (default 2) and
     `--prefetch-factor`, for one epoch or `--timeout` seconds, sampling the
     workers' private memory (USS) about 40 times over the epoch or the
-    window, whichever is shorter. It then fits the trend after a warm-up
-    (the first quarter of the samples): the Theil–Sen slope, in MiB per
-    1,000 samples with one-sided 95 % bounds. It fails when even the lower
-    bound would add more than 4 MiB per worker over one epoch (over a
-    million samples for a dataset without a length), passes when the upper
-    bound would not, and otherwise notes that the probe could not tell. When
-    too few batches arrive to fit a trend, it says which option to change:
-    `--timeout` (the probe's budget) or `--batch-size` (more, smaller
-    batches). Reports the growth and its projection to one epoch on this
+    window, whichever is shorter. It then fits the trend of the later half
+    of the samples (the first half is warm-up): the Theil–Sen slope, in MiB
+    per 1,000 samples with one-sided 95 % bounds, and the range measured
+    there. It fails when even the lower bound would add more than 4 MiB per
+    worker over one epoch (over a million samples for a dataset without a
+    length) and the growth it implies over the fitted samples is at least
+    256 KiB per worker: growth that persists past the warm-up, not the pages
+    a worker touches once, extrapolated to an epoch. It passes when the
+    upper bound would not, and otherwise notes that the probe could not
+    tell. When too few batches arrive to fit a trend, it says which option
+    to change: `--timeout` (the probe's budget) or `--batch-size` (more,
+    smaller batches). Reports the growth and its projection to one epoch on this
     node.
 
     ## Why is this bad?
@@ -72,6 +79,7 @@ class WorkerMemoryGrowth(Check):
     code = "RT006"
     name = "worker-memory-growth"
     severity = Severity.WARNING
+    advice = "hold the samples in NumPy arrays or tensors instead of Python lists and dicts, and bound any cache filled in __getitem__"
     summary = "DataLoader workers' memory keeps growing while they read the dataset."
     tags = ("memory", "data-loading", "probe")
     per_rank = False
@@ -88,7 +96,7 @@ class WorkerMemoryGrowth(Check):
             dataset, workers=workers, batch_size=ctx.options.batch_size,
             prefetch_factor=ctx.options.prefetch_factor, window=ctx.options.timeout,
         )  # fmt: skip
-        curve, trend = probe.curve, probe.curve.trend()
+        curve, trend = probe.curve, probe.curve.trend(LATER_HALF)
         if trend is None:
             return self.result(Status.NOTE, f"{_read(probe)}: too few to fit a trend; {_more_samples(probe, ctx)}",
                                workers=workers, samples=probe.samples, seconds=round(probe.seconds, 2),
@@ -96,6 +104,9 @@ class WorkerMemoryGrowth(Check):
         horizon = probe.dataset_length or HORIZON_SAMPLES
         floor = FLOOR_PER_WORKER * workers / horizon  # bytes per sample
         per_1k = trend.slopes(MIB, 1000)
+        low, high = curve.span(trend.first)
+        span = f"measured {low / MIB:.2f}-{high / MIB:.2f} MiB over samples {int(trend.first):,}-{int(trend.last):,}"
+        rise, resolution = trend.lower * (trend.last - trend.first), RESOLUTION_PER_WORKER * workers
         epoch = int(max(trend.slope, 0) * probe.dataset_length) if probe.dataset_length else None
         node = epoch * ctx.info.local_world_size if epoch is not None else None
         measured = {
@@ -104,26 +115,35 @@ class WorkerMemoryGrowth(Check):
             "lower_mib_per_1k_samples": round(per_1k["lower"], 4), "upper_mib_per_1k_samples": round(per_1k["upper"], 4),
             "floor_mib_per_1k_samples": round(floor * 1000 / MIB, 4), "fitted_from_sample": int(trend.first),
             "epoch_projection_bytes": epoch, "node_projection_bytes": node, "curve_mib": curve.points(), "curve_unit": "samples",
-            "trend": trend.to_json(MIB, 1000),
+            "trend": trend.to_json(MIB, 1000), "window_low_bytes": low, "window_high_bytes": high,
+            "resolution_bytes": resolution,
         }  # fmt: skip
         verdict = trend.judge(floor)
         if verdict is Verdict.FLAT:
             return self.result(
                 Status.PASS,
                 f"{workers} workers: {per_1k['slope']:+.3f} MiB per 1k samples (at most {per_1k['upper']:.3f} at 95 %, "
-                f"floor {floor * 1000 / MIB:.3f}) over {probe.samples:,} samples: no sustained growth",
+                f"floor {floor * 1000 / MIB:.3f}), {span}: no sustained growth",
+                **measured,
+            )  # fmt: skip
+        if verdict is Verdict.GROWS and rise < resolution:  # a warm-up's pages, not a leak yet
+            return self.result(
+                Status.NOTE,
+                f"{workers} workers: growth too small to tell from warm-up, {per_1k['slope']:+.3f} MiB per 1k samples "
+                f"(at least {per_1k['lower']:.3f} at 95 %), {span}: at least {rise / 1024:.0f} KiB, less than the "
+                f"{resolution // 1024} KiB that would show a leak; {_more_samples(probe, ctx)}",
                 **measured,
             )  # fmt: skip
         if verdict is Verdict.UNDECIDED:
             return self.result(
                 Status.NOTE,
                 f"{workers} workers: cannot tell growth from noise, {per_1k['slope']:+.3f} MiB per 1k samples (between "
-                f"{per_1k['lower']:.3f} and {per_1k['upper']:.3f} at 95 %, floor {floor * 1000 / MIB:.3f}) in "
+                f"{per_1k['lower']:.3f} and {per_1k['upper']:.3f} at 95 %, floor {floor * 1000 / MIB:.3f}), {span}, in "
                 f"{_read(probe)}; {_more_samples(probe, ctx)}",
                 **measured,
             )  # fmt: skip
         described = (f"{workers} workers grow {per_1k['slope']:.3f} MiB per 1k samples (at least {per_1k['lower']:.3f} "
-                     f"at 95 %) over {probe.samples:,} samples")  # fmt: skip
+                     f"at 95 %), {span}")  # fmt: skip
         if node is not None:
             available = memory_available()
             described += f", {gib(node)} per epoch on this node ({count(ctx.info.local_world_size, 'rank')})"

@@ -43,6 +43,7 @@ class Environment(Check):
     code = "RT008"
     name = "environment"
     severity = Severity.NOTE
+    advice = "compare this record with a run that worked: the versions and variables that differ are the first suspects"
     summary = "The record of versions, devices, variables and resources to keep with every result."
     tags = ("reproducibility",)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ddplint.runtime.host import MIB
-from ddplint.runtime.probes.trend import Trend, fit_trend
+from ddplint.runtime.probes.trend import WARMUP_SHARE, Trend, fit_trend
 
 
 @dataclass(frozen=True)
@@ -20,9 +20,14 @@ class Curve:
         """Last value minus first, warm-up included."""
         return self.values[-1] - self.values[0] if self.values else 0
 
-    def trend(self) -> Trend | None:
-        """The fitted trend after the warm-up (`ddplint.runtime.probes.trend`)."""
-        return fit_trend(self.positions, self.values)
+    def trend(self, warmup: float = WARMUP_SHARE) -> Trend | None:
+        """The fitted trend after the first `warmup` share (`ddplint.runtime.probes.trend`)."""
+        return fit_trend(self.positions, self.values, warmup)
+
+    def span(self, first: float) -> tuple[int, int]:
+        """The lowest and highest value measured from position `first` on (bytes)."""
+        window = [v for p, v in zip(self.positions, self.values) if p >= first] or self.values
+        return min(window), max(window)
 
     def points(self, count: int = 120) -> list[list[float]]:
         """At most about `count` evenly spaced (position, MiB) points, for the reports' charts."""

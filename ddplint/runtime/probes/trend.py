@@ -31,6 +31,11 @@ from statistics import median
 #: The first part of the window is warm-up (optimizer state, allocator
 #: caches, workers starting) and is not fitted.
 WARMUP_SHARE = 0.25
+#: The probes' share: memory that keeps growing must still grow over the
+#: later half of what was measured; a warm-up that outlasts the first quarter
+#: (a slow dataset's workers starting, an allocator filling its free lists)
+#: is not a leak.
+LATER_HALF = 0.5
 #: At least this many points after the warm-up, or there is no trend to fit.
 MIN_POINTS = 8
 #: Longer curves are reduced to this many bins (median position and value).
