@@ -32,7 +32,7 @@ from ddplint.typecheck import check_types
 
 CACHE_DIR_NAME = ".ddplint_cache"
 ENV_CACHE_DIR = "DDPLINT_CACHE_DIR"
-_FORMAT = 7  # 6: entries carry a checksum; 7: summaries name their functions, per-rank calls and entry points by body
+_FORMAT = 8  # 6: entries carry a checksum; 7: summaries name their functions, per-rank calls and entry points by body; 8: and the methods of their classes (`Class.method`)
 
 
 def default_cache_dir(project_root: Path) -> Path:

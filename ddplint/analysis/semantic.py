@@ -17,6 +17,7 @@ from ddplint.analysis.flow import ValueFlow
 from ddplint.analysis.loops import TrainingLoops
 from ddplint.analysis.rank import RankAnalysis
 from ddplint.analysis.rank_kinds import RankKinds
+from ddplint.analysis.receivers import imported_method_names
 from ddplint.analysis.scope import QualNames, ScopeTracker
 from ddplint.config.settings import Settings
 from ddplint.lazy import cst
@@ -130,6 +131,17 @@ class SemanticModel:
             for origin in self.flow.origins(value, function):
                 found[id(origin)] = origin
         return tuple(found.values())
+
+    def imported_callees(self, func: cst.BaseExpression) -> frozenset[str]:
+        """The qualified names through which a call of `func` may reach an
+        imported definition: the imported name itself (``utils.reduce``), or
+        the method of an imported class an instance is typed by
+        (``meters.RunningMean.synchronize`` for ``meter.synchronize`` after
+        ``meter = RunningMean()``), as `FileFacts` keys them."""
+        names = self.scopes.imported_qualnames(func)
+        if names or not isinstance(func, cst.Attribute):
+            return names
+        return imported_method_names(func, self)
 
     @property
     def one_process_group(self) -> bool:
