@@ -162,8 +162,8 @@ class SemanticModel:
         distributed = self._distributed
         if distributed.one_process:
             return False
-        if distributed.found and runs_per_rank(self.source):
-            return True
+        if (distributed.found and runs_per_rank(self.source)) or self.facts.rank_helper:
+            return True  # (a project helper of any name tests its rank: `from .comm import first_in_job`)
         return distributed.hf_trainer and launched_per_rank(self.source)
 
     def statement(self) -> cst.CSTNode:

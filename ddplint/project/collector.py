@@ -327,6 +327,7 @@ class SummaryCollector:
                 random=bool(reach & self.noise) or bool(reach & self.train_modes and reach & self.steps),
                 silences_via=tuple(sorted({q for g in reach for q, _, _ in self.imported_calls.get(g, ())})),
                 silences_logging=any(self._configures_logging_per_rank(g) for g in reach),
+                picks=rank.return_picks(function),
             )
         for name, symbol in self.classes.items():
             # Instantiating a class of a module that silences `print` on import: it was imported.

@@ -211,7 +211,7 @@ class ProjectIndex:
             for name, s in entry.summary.symbols.items():
                 facts[(entry.display, name)] = Fact(
                     entry.display, s.line, s.rank, s.collective, s.silences_print, s.dataset, s.random,
-                    s.silences_logging, s.switch if s.collective else None, s.hf_trainer,
+                    s.silences_logging, s.switch if s.collective else None, s.hf_trainer, s.picks,
                 )  # fmt: skip
 
         def fact_of(raw: str, entry: ModuleEntry) -> Fact | None:

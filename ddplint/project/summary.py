@@ -52,12 +52,15 @@ class Symbol:
     #: A class deriving from a Hugging Face trainer (through `dataset_via`,
     #: its imported bases, when one of them does).
     hf_trainer: bool = False
+    #: The ranks its result is true on (`RankAnalysis.return_picks`): a rank test of any name.
+    picks: str | None = None
 
     @property
     def empty(self) -> bool:
         return not (
             self.rank or self.rank_via or self.collective or self.collective_via or self.silences_print
             or self.silences_via or self.dataset or self.dataset_via or self.random or self.silences_logging or self.hf_trainer
+            or self.picks
         )  # fmt: skip
 
 
