@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddplint.analysis.execution import Runs
-from ddplint.analysis.file_io import destination, in_memory, per_process_path
+from ddplint.analysis.file_io import checkpointer_writes, destination, in_memory, per_process_path
 from ddplint.analysis.names import last_name
 from ddplint.analysis.rank import Site
 from ddplint.analysis.rank_zero import RankZeroTests
@@ -47,8 +47,12 @@ class UnguardedSave(Rule):
     `torch.save`, `X.save_pretrained`, `np.save`/`np.savez`,
     `safetensors.torch.save_file`, `torch.jit.save`, `open(path, "w"|"wb"|
     "a"|"x")` (the `json.dump`/`pickle.dump` into that file are the same
-    write, reported once at the `open`), `Path.write_text`/`write_bytes`, and
-    `shutil.copy*`/`copytree`/`move`.
+    write, reported once at the `open`), `Path.write_text`/`write_bytes`,
+    `shutil.copy*`/`copytree`/`move`, and a checkpointer's `save(name)` (a
+    periodic checkpointer's `step(iteration)`) where it writes on every rank:
+    fvcore's `Checkpointer(model, save_dir)` (its `save_to_disk` defaults to
+    true), detectron2's `DetectionCheckpointer(..., save_to_disk=True)` (by
+    default it writes on the main process only).
 
     A write is guarded, and not flagged, when it is under a rank guard
     (`if rank == 0:`, `if accelerator.is_main_process:`, after
@@ -117,7 +121,7 @@ class UnguardedSave(Rule):
     requires = frozenset({"rank"})
     distributed_only = True
     tokens = ("save", "save_pretrained", "savez", "savez_compressed", "save_file", "open", "write_text",
-              "write_bytes", "copy", "copy2", "copyfile", "copytree", "move")  # fmt: skip
+              "write_bytes", "copy", "copy2", "copyfile", "copytree", "move", "PeriodicCheckpointer")  # fmt: skip
     tags = ("correctness", "performance")
 
     def __init__(self, ctx) -> None:
@@ -164,6 +168,6 @@ class UnguardedSave(Rule):
         if names & OPEN_FUNCTIONS and _write_mode(node):
             return f"`{code(node.func)}(..., {code(_mode_arg(node))})`"
         method = last_name(node.func) if isinstance(node.func, cst.Attribute) else None
-        if method in WRITE_METHODS:
+        if method in WRITE_METHODS or checkpointer_writes(node, self.ctx):
             return f"`{code(node.func)}()`"
         return None

@@ -414,3 +414,22 @@ DEFAULT_COLLATES = frozenset({"torch.utils.data.default_collate", "torch.utils.d
                               "torch.utils.data.dataloader.default_collate"})  # fmt: skip
 #: Dataset wrappers whose samples are their first argument's (`Subset(dataset, indices)`).
 DATASET_WRAPPERS = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset"})
+
+#: Checkpointer classes whose `save(name)` writes `<save_dir>/<name>.pth` on
+#: every process that calls it, unless built with `save_to_disk` false (or no
+#: `save_dir`): class -> whether `save_to_disk` defaults to true. fvcore's
+#: `Checkpointer` (re-exported by detectron2.checkpoint) checks no rank, its
+#: default is true; detectron2's `DetectionCheckpointer` defaults it to
+#: `comm.is_main_process()`, so only an explicit `save_to_disk=True` writes on every rank.
+CHECKPOINTERS = {
+    "fvcore.common.checkpoint.Checkpointer": True,
+    "detectron2.checkpoint.Checkpointer": True,
+    "detectron2.checkpoint.DetectionCheckpointer": False,
+    "detectron2.checkpoint.detection_checkpoint.DetectionCheckpointer": False,
+}
+#: Wrappers that save through the checkpointer they are built with (first
+#: argument, `checkpointer=`): `step(iteration)` every `period`, `save(name)`.
+PERIODIC_CHECKPOINTERS = frozenset({"fvcore.common.checkpoint.PeriodicCheckpointer", "detectron2.checkpoint.PeriodicCheckpointer"})
+#: The checkpointers' writing methods: (periodic wrapper?) -> names.
+CHECKPOINTER_SAVES = frozenset({"save"})
+PERIODIC_SAVES = frozenset({"save", "step"})
