@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddplint.analysis.execution import Runs
-from ddplint.analysis.file_io import checkpointer_writes, destination, in_memory, per_process_path
+from ddplint.analysis.file_io import checkpointer_writes, destination, in_memory, per_process_path, under_file_lock
 from ddplint.analysis.names import last_name
 from ddplint.analysis.rank import Site
 from ddplint.analysis.rank_zero import RankZeroTests
@@ -65,7 +65,8 @@ class UnguardedSave(Rule):
     `if args.distributed:`, after `if dist.is_initialized(): return`, or
     under a flag the distributed setup asserts off (`assert not opt.evolve`
     in `if LOCAL_RANK != -1:`). Nor is a write into an in-memory buffer
-    (`io.BytesIO`) or under a fresh per-process temporary path
+    (`io.BytesIO`, `os.devnull`), nor one inside `with FileLock(path):` (the
+    processes take turns on purpose), or under a fresh per-process temporary path
     (`tempfile.mkdtemp()`). A function nobody calls is judged when its own
     body shows that every rank runs it (it tests the rank or enters an
     unguarded collective), unless another module of the project calls it
@@ -134,8 +135,8 @@ class UnguardedSave(Rule):
         self.rank_zero.note(node)
 
     def trigger_Call(self, node: cst.Call) -> bool:
-        if self._write(node) is None:
-            return False
+        if self._write(node) is None or under_file_lock(self.ctx):
+            return False  # (inside `with FileLock(path):` the processes write in turn, on purpose)
         self.tests_before[node] = self.rank_zero.mark()
         return True
 

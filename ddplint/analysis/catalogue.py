@@ -271,6 +271,10 @@ DEVICE_SETTERS = frozenset({"set_device", "set_device_index"})
 #: Constructors of in-memory streams: `torch.save(obj, io.BytesIO())` serialises
 #: into memory (to send the bytes to other ranks), no file is written.
 IN_MEMORY_STREAMS = frozenset({"io.BytesIO", "io.StringIO", "_io.BytesIO", "_io.StringIO"})
+#: The null device: a write there writes no file (`open(os.devnull, "w")` to silence output).
+NULL_DEVICES = frozenset({"os.devnull"})
+#: Cross-process file locks: writes inside `with FileLock(path):` are serialised on purpose.
+FILE_LOCKS = frozenset({"filelock.FileLock", "filelock.SoftFileLock", "filelock.UnixFileLock", "filelock.WindowsFileLock"})
 #: Calls that create a fresh temporary file or directory for the calling
 #: process (a random name per call): a path under one is the process's own.
 TEMPORARY_PATHS = frozenset({

@@ -212,7 +212,10 @@ class ExecutionModel:
         is distributed code only because other modules call its functions per
         rank (a helper library) has its module-level code judged by no one."""
         ctx = self.rank.ctx
-        return not ctx.facts.callers or getattr(ctx, "distributed_by_text", True)
+        facts = ctx.facts
+        # (a module that only imports a rank helper of any name is a helper library too:
+        # its `__main__` block is a one-process tool)
+        return not (facts.callers or facts.rank_helper) or getattr(ctx, "distributed_by_text", True)
 
     def from_elsewhere(self, function: cst.FunctionDef | None) -> bool:
         """Whether other modules call `function` per rank, directly or through

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ddplint.analysis.calls import bind_to_function
 from ddplint.analysis.catalogue import (
-    CHECKPOINTER_SAVES, CHECKPOINTERS, IN_MEMORY_STREAMS, PATH_BUILDER_METHODS, PATH_BUILDERS, PERIODIC_CHECKPOINTERS,
+    CHECKPOINTER_SAVES, CHECKPOINTERS, FILE_LOCKS, IN_MEMORY_STREAMS, NULL_DEVICES, PATH_BUILDER_METHODS, PATH_BUILDERS, PERIODIC_CHECKPOINTERS,
     PERIODIC_SAVES, TEMPORARY_PATHS,
 )
 from ddplint.analysis.names import last_name
@@ -91,8 +91,22 @@ def in_memory(node: cst.BaseExpression, ctx: ModelView) -> bool:
     it writes no file."""
     origins = ctx.origins(node)
     return bool(origins) and all(
-        isinstance(o, cst.Call) and bool(ctx.qualified_names(o.func) & IN_MEMORY_STREAMS) for o in origins
+        (isinstance(o, cst.Call) and bool(ctx.qualified_names(o.func) & IN_MEMORY_STREAMS))
+        or (isinstance(o, (cst.Name, cst.Attribute)) and bool(ctx.qualified_names(o) & NULL_DEVICES))
+        for o in origins
     )
+
+
+def under_file_lock(ctx: ModelView) -> bool:
+    """Whether the node being visited is inside ``with FileLock(path):``
+    (the `filelock` package): processes take turns, on purpose."""
+    for ancestor in ctx.stack:
+        if isinstance(ancestor, cst.With):
+            for item in ancestor.items:
+                value = item.item
+                if isinstance(value, cst.Call) and ctx.qualified_names(value.func) & FILE_LOCKS:
+                    return True
+    return False
 
 
 def per_process_path(node: cst.BaseExpression, ctx: ModelView) -> bool:

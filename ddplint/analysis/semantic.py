@@ -153,7 +153,9 @@ class SemanticModel:
         """Whether the module is distributed code; final after the walk."""
         if self._distributed.one_process:
             return False
-        return self.distributed_by_text or bool(self.facts.callers)  # other modules call its functions per rank
+        # Other modules call its functions per rank, or it tests its rank with a
+        # project helper of any name (`from .comm import first_in_job`).
+        return self.distributed_by_text or bool(self.facts.callers) or self.facts.rank_helper
 
     @property
     def distributed_by_text(self) -> bool:
@@ -162,8 +164,8 @@ class SemanticModel:
         distributed = self._distributed
         if distributed.one_process:
             return False
-        if (distributed.found and runs_per_rank(self.source)) or self.facts.rank_helper:
-            return True  # (a project helper of any name tests its rank: `from .comm import first_in_job`)
+        if distributed.found and runs_per_rank(self.source):
+            return True
         return distributed.hf_trainer and launched_per_rank(self.source)
 
     def statement(self) -> cst.CSTNode:
