@@ -255,6 +255,8 @@ def _lint_project(
                 tasks[i].project.facts
                 or entry.summary.needs_callers(facts.callers, used[i].callers)
                 or facts.called_elsewhere != used[i].called_elsewhere  # entry points by their body that others call
+                # A project rank helper of any name makes a module distributed code that was not linted as such.
+                or (facts.rank_helper and not used[i].rank_helper and entry.summary.runs_unknown is None)
                 or entry.summary.needs(facts.facts, functools.partial(text_of, entry.display))
             ):
                 changed[i] = facts

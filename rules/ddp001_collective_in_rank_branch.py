@@ -239,7 +239,7 @@ class CollectiveInRankBranch(Rule):
                 self.backend_dependent[shown] = gathers
         extra: dict = {}
         if shown is None and ctx.facts:
-            fact = ctx.facts.first(ctx.scopes.imported_qualnames(func))
+            fact = ctx.facts.first(ctx.imported_callees(func))
             if fact is not None and fact.collective and not switched_off(fact.switch, literal_arguments(node)):
                 where = f"{message_path(fact.path)}:{fact.line}"
                 shown, extra = f"`{ctx.module.code_for_node(func)}()` from {where}", {"imported": fact}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddplint.analysis.execution import Runs
-from ddplint.analysis.file_io import destination, in_memory, per_process_path
+from ddplint.analysis.file_io import checkpointer_writes, destination, in_memory, per_process_path, under_file_lock
 from ddplint.analysis.names import last_name
 from ddplint.analysis.rank import Site
 from ddplint.analysis.rank_zero import RankZeroTests
@@ -47,8 +47,12 @@ class UnguardedSave(Rule):
     `torch.save`, `X.save_pretrained`, `np.save`/`np.savez`,
     `safetensors.torch.save_file`, `torch.jit.save`, `open(path, "w"|"wb"|
     "a"|"x")` (the `json.dump`/`pickle.dump` into that file are the same
-    write, reported once at the `open`), `Path.write_text`/`write_bytes`, and
-    `shutil.copy*`/`copytree`/`move`.
+    write, reported once at the `open`), `Path.write_text`/`write_bytes`,
+    `shutil.copy*`/`copytree`/`move`, and a checkpointer's `save(name)` (a
+    periodic checkpointer's `step(iteration)`) where it writes on every rank:
+    fvcore's `Checkpointer(model, save_dir)` (its `save_to_disk` defaults to
+    true), detectron2's `DetectionCheckpointer(..., save_to_disk=True)` (by
+    default it writes on the main process only).
 
     A write is guarded, and not flagged, when it is under a rank guard
     (`if rank == 0:`, `if accelerator.is_main_process:`, after
@@ -61,7 +65,8 @@ class UnguardedSave(Rule):
     `if args.distributed:`, after `if dist.is_initialized(): return`, or
     under a flag the distributed setup asserts off (`assert not opt.evolve`
     in `if LOCAL_RANK != -1:`). Nor is a write into an in-memory buffer
-    (`io.BytesIO`) or under a fresh per-process temporary path
+    (`io.BytesIO`, `os.devnull`), nor one inside `with FileLock(path):` (the
+    processes take turns on purpose), or under a fresh per-process temporary path
     (`tempfile.mkdtemp()`). A function nobody calls is judged when its own
     body shows that every rank runs it (it tests the rank or enters an
     unguarded collective), unless another module of the project calls it
@@ -117,7 +122,7 @@ class UnguardedSave(Rule):
     requires = frozenset({"rank"})
     distributed_only = True
     tokens = ("save", "save_pretrained", "savez", "savez_compressed", "save_file", "open", "write_text",
-              "write_bytes", "copy", "copy2", "copyfile", "copytree", "move")  # fmt: skip
+              "write_bytes", "copy", "copy2", "copyfile", "copytree", "move", "PeriodicCheckpointer")  # fmt: skip
     tags = ("correctness", "performance")
 
     def __init__(self, ctx) -> None:
@@ -130,8 +135,8 @@ class UnguardedSave(Rule):
         self.rank_zero.note(node)
 
     def trigger_Call(self, node: cst.Call) -> bool:
-        if self._write(node) is None:
-            return False
+        if self._write(node) is None or under_file_lock(self.ctx):
+            return False  # (inside `with FileLock(path):` the processes write in turn, on purpose)
         self.tests_before[node] = self.rank_zero.mark()
         return True
 
@@ -164,6 +169,6 @@ class UnguardedSave(Rule):
         if names & OPEN_FUNCTIONS and _write_mode(node):
             return f"`{code(node.func)}(..., {code(_mode_arg(node))})`"
         method = last_name(node.func) if isinstance(node.func, cst.Attribute) else None
-        if method in WRITE_METHODS:
+        if method in WRITE_METHODS or checkpointer_writes(node, self.ctx):
             return f"`{code(node.func)}()`"
         return None

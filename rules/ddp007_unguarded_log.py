@@ -204,7 +204,7 @@ class UnguardedLog(Rule):
         or that configures `logging` per rank (also through the helpers it
         calls): it quiets `print`, or the module's `logging` loggers, on the other ranks."""
         facts = self.ctx.facts
-        fact = facts.first(self.ctx.scopes.imported_qualnames(func)) if facts else None
+        fact = facts.first(self.ctx.imported_callees(func)) if facts else None
         if fact is None:
             return
         if fact.silences_print:

@@ -211,7 +211,7 @@ class RankUnawareSeed(Rule):
         facts = self.ctx.facts
         if not facts:
             return False
-        fact = facts.first(self.ctx.scopes.imported_qualnames(node.func))
+        fact = facts.first(self.ctx.imported_callees(node.func))
         return fact is not None and fact.random
 
     def _fix(self, value: cst.BaseExpression) -> ProposedFix:

@@ -166,7 +166,7 @@ class RankZeroWriteWithoutBarrier(Rule):
             return True
         ctx = self.ctx
         if ctx.facts:  # a helper of another module of the project that performs a collective
-            fact = ctx.facts.first(ctx.scopes.imported_qualnames(node.func))
+            fact = ctx.facts.first(ctx.imported_callees(node.func))
             if fact is not None and fact.collective:
                 return not switched_off(fact.switch, literal_arguments(node))
         if name in BARRIER_HELPERS:

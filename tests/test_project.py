@@ -67,6 +67,23 @@ def test_the_cross_module_cases_need_the_project() -> None:
     assert {("main.py", 15, "DDP007"), ("main.py", 20, "DDP006")} <= set(local - project)
 
 
+def test_methods_of_imported_classes_and_named_rank_helpers_need_the_project(tmp_path) -> None:
+    """A method reached through an instance of another module's class, and
+    a rank test by a project helper of any name, are known from the other
+    module only; a warm cache gives the same answers."""
+    methods, helpers = FIXTURES / "projects" / "imported_methods", FIXTURES / "projects" / "body_entries"
+    wanted = {
+        methods: {("fit.py", 17, "DDP001"), ("tools/meters.py", 23, "DDP006"), ("loop.py", 24, "DDP001")},
+        helpers: {("trainer/custom.py", 9, "DDP007"), ("trainer/host.py", 11, "DDP006")},
+    }
+    for root, found in wanted.items():
+        local, project = findings(root, project=False), findings(root)
+        assert found <= set(project - local)
+        cache = Cache(tmp_path / root.name)
+        assert findings(root, cache=cache) == project
+        assert findings(root, cache=cache) == project
+
+
 def test_an_entry_point_by_its_body_yields_to_callers_in_other_modules(tmp_path) -> None:
     """`export_all` tests the rank, so alone it runs on every rank; in the
     project `launch.py` calls it under a rank-0 test, and that caller wins,

@@ -274,6 +274,10 @@ DEVICE_SETTERS = frozenset({"set_device", "set_device_index"})
 #: Constructors of in-memory streams: `torch.save(obj, io.BytesIO())` serialises
 #: into memory (to send the bytes to other ranks), no file is written.
 IN_MEMORY_STREAMS = frozenset({"io.BytesIO", "io.StringIO", "_io.BytesIO", "_io.StringIO"})
+#: The null device: a write there writes no file (`open(os.devnull, "w")` to silence output).
+NULL_DEVICES = frozenset({"os.devnull"})
+#: Cross-process file locks: writes inside `with FileLock(path):` are serialised on purpose.
+FILE_LOCKS = frozenset({"filelock.FileLock", "filelock.SoftFileLock", "filelock.UnixFileLock", "filelock.WindowsFileLock"})
 #: Calls that create a fresh temporary file or directory for the calling
 #: process (a random name per call): a path under one is the process's own.
 TEMPORARY_PATHS = frozenset({
@@ -546,3 +550,22 @@ STATE_DICT_OPTIONS = frozenset({"torch.distributed.checkpoint.state_dict.StateDi
 STATE_DICT_REQUESTS = frozenset({"state_dict", "state_dict_type", "set_state_dict_type", "StateDictOptions"})
 #: What a full state dict needs so that one rank, not every GPU, holds the whole model.
 FULL_STATE_DICT_SAFE = {"FullStateDictConfig": ("offload_to_cpu", "rank0_only"), "StateDictOptions": ("cpu_offload",)}
+
+#: Checkpointer classes whose `save(name)` writes `<save_dir>/<name>.pth` on
+#: every process that calls it, unless built with `save_to_disk` false (or no
+#: `save_dir`): class -> whether `save_to_disk` defaults to true. fvcore's
+#: `Checkpointer` (re-exported by detectron2.checkpoint) checks no rank, its
+#: default is true; detectron2's `DetectionCheckpointer` defaults it to
+#: `comm.is_main_process()`, so only an explicit `save_to_disk=True` writes on every rank.
+CHECKPOINTERS = {
+    "fvcore.common.checkpoint.Checkpointer": True,
+    "detectron2.checkpoint.Checkpointer": True,
+    "detectron2.checkpoint.DetectionCheckpointer": False,
+    "detectron2.checkpoint.detection_checkpoint.DetectionCheckpointer": False,
+}
+#: Wrappers that save through the checkpointer they are built with (first
+#: argument, `checkpointer=`): `step(iteration)` every `period`, `save(name)`.
+PERIODIC_CHECKPOINTERS = frozenset({"fvcore.common.checkpoint.PeriodicCheckpointer", "detectron2.checkpoint.PeriodicCheckpointer"})
+#: The checkpointers' writing methods: (periodic wrapper?) -> names.
+CHECKPOINTER_SAVES = frozenset({"save"})
+PERIODIC_SAVES = frozenset({"save", "step"})

@@ -212,7 +212,10 @@ class ExecutionModel:
         is distributed code only because other modules call its functions per
         rank (a helper library) has its module-level code judged by no one."""
         ctx = self.rank.ctx
-        return not ctx.facts.callers or getattr(ctx, "distributed_by_text", True)
+        facts = ctx.facts
+        # (a module that only imports a rank helper of any name is a helper library too:
+        # its `__main__` block is a one-process tool)
+        return not (facts.callers or facts.rank_helper) or getattr(ctx, "distributed_by_text", True)
 
     def from_elsewhere(self, function: cst.FunctionDef | None) -> bool:
         """Whether other modules call `function` per rank, directly or through
@@ -226,22 +229,35 @@ class ExecutionModel:
 
     def _called_from_elsewhere(self) -> list[tuple[cst.FunctionDef, Runs]]:
         """The caller -> callee direction across modules: top-level functions
-        that other modules call on many ranks (whole-project facts), with who
-        runs them there."""
+        and methods of top-level classes (``Class.method``) that other modules
+        call on many ranks (whole-project facts), with who runs them there."""
         callers = self.rank.facts.callers
         if not callers:
             return []
         found = []
+        body = self.rank.ctx.module.body
         for name, runs in callers.items():
-            for function in self.graph.functions.get(name, ()):
-                if self.graph.class_of(function) is None and function in self.top_level_functions():
+            owner, _, method = name.rpartition(".")
+            for function in self.graph.functions.get(method, ()):
+                cls = self.graph.class_of(function)
+                if owner:  # `Class.method`: called through an instance of a top-level class
+                    if cls is not None and cls.name.value == owner and cls in body and function in cls.body.body:
+                        found.append((function, Runs[runs]))
+                elif cls is None and function in self.top_level_functions():
                     found.append((function, Runs[runs]))
         return found
 
     def unknown_top_level(self) -> tuple[str, ...]:
         """The names of the top-level functions whose runners a question
-        found unknown (`asked_unknown`)."""
-        return tuple(sorted({f.name.value for f in self.asked_unknown & self.top_level_functions()}))
+        found unknown (`asked_unknown`), and of the methods of top-level
+        classes so found, as ``Class.method``."""
+        names = {f.name.value for f in self.asked_unknown & self.top_level_functions()}
+        body = self.rank.ctx.module.body
+        for function in self.asked_unknown:
+            cls = self.graph.class_of(function)
+            if cls is not None and cls in body and function in cls.body.body:
+                names.add(f"{cls.name.value}.{function.name.value}")
+        return tuple(sorted(names))
 
     def top_level_functions(self) -> set[cst.FunctionDef]:
         """The module's top-level functions (those other modules import)."""

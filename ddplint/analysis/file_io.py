@@ -11,7 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ddplint.analysis.calls import bind_to_function
-from ddplint.analysis.catalogue import IN_MEMORY_STREAMS, PATH_BUILDER_METHODS, PATH_BUILDERS, TEMPORARY_PATHS
+from ddplint.analysis.catalogue import (
+    CHECKPOINTER_SAVES, CHECKPOINTERS, FILE_LOCKS, IN_MEMORY_STREAMS, NULL_DEVICES, PATH_BUILDER_METHODS, PATH_BUILDERS, PERIODIC_CHECKPOINTERS,
+    PERIODIC_SAVES, TEMPORARY_PATHS,
+)
 from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
@@ -88,8 +91,22 @@ def in_memory(node: cst.BaseExpression, ctx: ModelView) -> bool:
     it writes no file."""
     origins = ctx.origins(node)
     return bool(origins) and all(
-        isinstance(o, cst.Call) and bool(ctx.qualified_names(o.func) & IN_MEMORY_STREAMS) for o in origins
+        (isinstance(o, cst.Call) and bool(ctx.qualified_names(o.func) & IN_MEMORY_STREAMS))
+        or (isinstance(o, (cst.Name, cst.Attribute)) and bool(ctx.qualified_names(o) & NULL_DEVICES))
+        for o in origins
     )
+
+
+def under_file_lock(ctx: ModelView) -> bool:
+    """Whether the node being visited is inside ``with FileLock(path):``
+    (the `filelock` package): processes take turns, on purpose."""
+    for ancestor in ctx.stack:
+        if isinstance(ancestor, cst.With):
+            for item in ancestor.items:
+                value = item.item
+                if isinstance(value, cst.Call) and ctx.qualified_names(value.func) & FILE_LOCKS:
+                    return True
+    return False
 
 
 def per_process_path(node: cst.BaseExpression, ctx: ModelView) -> bool:
@@ -149,3 +166,62 @@ def _per_process_parameter(param: cst.Param, ctx: ModelView, depth: int) -> bool
         if value is None or not _per_process(value, ctx, caller, False, depth):
             return False
     return True
+
+
+def checkpointer_writes(call: cst.Call, ctx: ModelView) -> bool:
+    """Whether `call` saves a checkpoint through a checkpointer that writes on
+    every process calling it (`catalogue.CHECKPOINTERS`): ``ckpt.save("model_final")``
+    or ``periodic.step(it)``, the receiver built in sight (``ckpt = Checkpointer(model,
+    out_dir)``, ``self.periodic = PeriodicCheckpointer(ckpt, period)``) with a
+    `save_dir` and a `save_to_disk` that is true (its default, or the literal
+    `True`). A flag of any other value (``save_to_disk=comm.is_main_process()``)
+    may be the rank test: not such a write."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in PERIODIC_SAVES:
+        return False
+    return _writing_receiver(func.value, ctx, plain=func.attr.value in CHECKPOINTER_SAVES, periodic=True, depth=0)
+
+
+def _writing_receiver(receiver: cst.BaseExpression, ctx: ModelView, plain: bool, periodic: bool, depth: int) -> bool:
+    """Every value of `receiver` is a checkpointer that writes on every rank
+    (`plain`) or a periodic wrapper of one (`periodic`)."""
+    origins = ctx.origins(receiver)
+    if not origins or depth > 2:
+        return False
+    for value in origins:
+        if not isinstance(value, cst.Call):
+            return False
+        names = ctx.qualified_names(value.func)
+        if periodic and names & PERIODIC_CHECKPOINTERS:
+            inner = bind_argument(value, 0, "checkpointer")
+            if inner is None or not _writing_receiver(inner, ctx, plain=True, periodic=False, depth=depth + 1):
+                return False
+            continue
+        defaults = [CHECKPOINTERS[q] for q in names if q in CHECKPOINTERS] if plain else []
+        if not defaults or not _saves_to_disk(value, defaults[0]):
+            return False
+    return True
+
+
+def _saves_to_disk(build: cst.Call, default: bool) -> bool:
+    """A checkpointer built with a directory and `save_to_disk` true."""
+    directory = bind_argument(build, 1, "save_dir")
+    if directory is None or (isinstance(directory, cst.SimpleString) and not directory.evaluated_value):
+        return False  # no `save_dir`: `save` writes nothing
+    flag = next((a.value for a in build.args if a.keyword is not None and a.keyword.value == "save_to_disk"), None)
+    if flag is None:
+        return default and not any(a.star == "**" for a in build.args)
+    return isinstance(flag, cst.Name) and flag.value == "True"
+
+
+def bind_argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression | None:
+    """The argument at `position` (no star before it) or named `keyword`."""
+    for index, arg in enumerate(call.args):
+        if arg.keyword is not None:
+            if arg.keyword.value == keyword:
+                return arg.value
+        elif arg.star:
+            return None
+        elif index == position:
+            return arg.value
+    return None

@@ -34,7 +34,7 @@ from ddplint.analysis.conditions import conjuncts, disjuncts, excludes, implies
 from ddplint.analysis.execution import ExecutionModel
 from ddplint.analysis.guards import DIRECT, SELECTING, Deps, Guard, GuardKind, Runs, Site, TestShape
 from ddplint.analysis.names import dotted_name, last_name
-from ddplint.analysis.rank_sets import ShapeReader
+from ddplint.analysis.rank_sets import RankSets, ShapeReader
 from ddplint.analysis.single_process import SingleProcessCode, is_unset_test
 from ddplint.analysis.values import is_none_literal
 from ddplint.analysis.tree import descendants
@@ -102,6 +102,9 @@ class RankAnalysis:
         #: With `ctx.summarize`: the imported names each function's return
         #: value, and each module-level variable, flows from.
         self.return_imports: dict[cst.FunctionDef, set[str]] = defaultdict(set)
+        #: With `ctx.summarize`: the tests each module function returns, read
+        #: for rank sets (None once it returns anything else): `return_picks`.
+        self.return_shapes: dict[cst.FunctionDef, list[TestShape] | None] = {}
         self.module_values: dict[str, tuple[Deps, set[str]]] = {}
         self._imports_seen: set[str] | None = None
         #: The last `guards()` answer, with the walk position it holds for.
@@ -180,6 +183,10 @@ class RankAnalysis:
                 with self._tracing_imports() as seen:  # module functions: other modules may call them
                     self.returns[function] |= self.deps(node.value)
                 self.return_imports[function] |= seen
+                shapes = self.return_shapes.setdefault(function, [])
+                if shapes is not None:
+                    test = isinstance(node.value, (cst.Comparison, cst.BooleanOperation, cst.UnaryOperation, cst.Call))
+                    self.return_shapes[function] = [*shapes, self._shape(node.value)] if test else None
             else:
                 self.returns[function] |= self.deps(node.value)
 
@@ -497,6 +504,22 @@ class RankAnalysis:
         if self._imports_seen is not None:
             self._imports_seen |= imported
         return self.facts.rank(imported)
+
+    def return_picks(self, function: cst.FunctionDef) -> str | None:
+        """Which ranks a module function's result is true on, when every
+        `return` gives a rank test that picks the same ones
+        (``return int(os.environ.get("RANK", 0)) == 0``: ``ONE``): a `Runs`
+        member's name, for callers in other modules testing it
+        (`Fact.picks`); None otherwise. Final after the walk."""
+        shapes = self.return_shapes.get(function)
+        if not shapes:
+            return None
+        sets = RankSets(self)
+        picks = {sets.evaluate(shape, True) for shape in shapes}
+        if len(picks) != 1:
+            return None
+        (runs,) = picks
+        return runs.name if runs in (Runs.ONE, Runs.PER_NODE, Runs.ALL_BUT_ONE) else None
 
     def function_imports(self, function: cst.FunctionDef) -> tuple[bool, set[str]]:
         """(rank-dependent here, imported names it hinges on) for a function's

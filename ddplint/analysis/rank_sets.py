@@ -38,6 +38,8 @@ ONE_RANK_PREDICATES = catalogue.texts(catalogue.NAME, catalogue.ONE)
 #: Words in a rank's text that make it a rank within the node.
 _LOCAL_WORDS = ("local", "gpu", "device")
 _MAX_DEPTH = 6
+#: The test kind of a helper whose result is true on these ranks (`Runs` names).
+_PICKED = {"ONE": ZERO, "PER_NODE": NODE_ZERO, "ALL_BUT_ONE": NONZERO}
 
 class ShapeReader:
     """Reads guard tests into `TestShape`s during the walk."""
@@ -90,6 +92,11 @@ class ShapeReader:
             return self._leaf(test, NODE_ZERO)
         if name in ONE_RANK_PREDICATES:
             return self._leaf(test, ONE)
+        if isinstance(test, cst.Call) and self.rank.ctx.facts:
+            # A project helper of any name whose returns pick ranks (`Fact.picks`): `first_in_job()`.
+            fact = self.rank.ctx.facts.first(self.rank.ctx.scopes.imported_qualnames(test.func))
+            if fact is not None and fact.picks in _PICKED:
+                return self._leaf(test, _PICKED[fact.picks])
         if isinstance(test, cst.Name):
             holder = self.rank.holder_shape(test)
             if holder is not None:

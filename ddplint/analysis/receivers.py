@@ -183,3 +183,28 @@ def _unpacked_prepares(ctx: ModelView) -> dict[str, list[tuple[cst.Call, int]]]:
 
 #: The last module's table (one module is linted at a time).
 _UNPACKED: dict[int, tuple[cst.Module, dict]] = {}
+def imported_method_names(func: cst.BaseExpression, ctx: ModelView) -> frozenset[str]:
+    """``obj.method`` where `obj` holds an instance of an imported class, as
+    the method's qualified name (``tools.meters.RunningMean.synchronize``
+    after ``meter = RunningMean()`` and ``from tools.meters import RunningMean``):
+    the name under which the project's facts about the method are kept.
+
+    The receiver's values are followed (`ModelView.origins`: locals,
+    ``self.x`` that a method assigns, parameters); every one of them must be
+    a call of an imported name, else the receiver's type is not known."""
+    if not isinstance(func, cst.Attribute):
+        return frozenset()
+    receiver = func.value
+    if isinstance(receiver, cst.Name):
+        if ctx.scopes.imported_qualnames(receiver) or not ctx.values_of(receiver):
+            return frozenset()  # a module (`utils.f`) or an unbound name: not an instance
+    elif not (isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self"):
+        return frozenset()
+    names: set[str] = set()
+    origins = ctx.origins(receiver)
+    for value in origins:
+        classes = ctx.scopes.imported_qualnames(value.func) if isinstance(value, cst.Call) else frozenset()
+        if not classes:
+            return frozenset()
+        names.update(f"{q}.{func.attr.value}" for q in classes)
+    return frozenset(names)

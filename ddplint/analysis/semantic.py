@@ -18,6 +18,7 @@ from ddplint.analysis.flow import ValueFlow
 from ddplint.analysis.loops import TrainingLoops
 from ddplint.analysis.rank import RankAnalysis
 from ddplint.analysis.rank_kinds import RankKinds
+from ddplint.analysis.receivers import imported_method_names
 from ddplint.analysis.scope import QualNames, ScopeTracker
 from ddplint.config.settings import Settings
 from ddplint.lazy import cst
@@ -140,6 +141,17 @@ class SemanticModel:
                 found[id(origin)] = origin
         return tuple(found.values())
 
+    def imported_callees(self, func: cst.BaseExpression) -> frozenset[str]:
+        """The qualified names through which a call of `func` may reach an
+        imported definition: the imported name itself (``utils.reduce``), or
+        the method of an imported class an instance is typed by
+        (``meters.RunningMean.synchronize`` for ``meter.synchronize`` after
+        ``meter = RunningMean()``), as `FileFacts` keys them."""
+        names = self.scopes.imported_qualnames(func)
+        if names or not isinstance(func, cst.Attribute):
+            return names
+        return imported_method_names(func, self)
+
     @property
     def one_process_group(self) -> bool:
         """The module joins a group of one (`init_process_group(..., world_size=1)`)."""
@@ -156,7 +168,9 @@ class SemanticModel:
         """Whether the module is distributed code; final after the walk."""
         if self._distributed.one_process:
             return False
-        return self.distributed_by_text or bool(self.facts.callers)  # other modules call its functions per rank
+        # Other modules call its functions per rank, or it tests its rank with a
+        # project helper of any name (`from .comm import first_in_job`).
+        return self.distributed_by_text or bool(self.facts.callers) or self.facts.rank_helper
 
     @property
     def distributed_by_text(self) -> bool:

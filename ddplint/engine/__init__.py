@@ -88,7 +88,9 @@ def check_source(
         return FileResult(_syntax_findings(path, tree, settings, text))
     every_rule = _visitor_rules(settings.rules)
     scan = TextScan(text)
-    per_rank = bool(facts.callers)  # other modules call its functions on many ranks: distributed code
+    # Other modules call its functions on many ranks, or it tests its rank with a
+    # project helper of any name (`first_in_job()`): distributed code.
+    per_rank = bool(facts.callers) or facts.rank_helper
     rules = applicable(every_rule, scan, settings.rank_names, bool(facts.facts), per_rank) if prefilter else every_rule
     imports, lines, walk_for_summary = None, {}, False
     if project.summarize:

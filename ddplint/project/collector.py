@@ -57,6 +57,8 @@ class SummaryCollector:
         #: (who makes them is known after the walk): `per_rank_calls`.
         self.linted_sites: list[tuple[tuple[str, ...], Site]] = []
         self.top_functions: dict[str, cst.FunctionDef] = {}
+        #: The methods of top-level classes, by ``Class.method``.
+        self.methods: dict[str, cst.FunctionDef] = {}
         self.classes: dict[str, Symbol] = {}
         #: Collectives and calls of module functions in module functions, for `CollectiveChains`.
         self.performers: list[Performer] = []
@@ -74,8 +76,8 @@ class SummaryCollector:
         self.noise: set[cst.FunctionDef] = set()
         self.train_modes: set[cst.FunctionDef] = set()
         self.steps: set[cst.FunctionDef] = set()
-        #: Module-level functions and the functions nested in them (not methods,
-        #: which no other module reaches by name).
+        #: Module-level functions, the methods of top-level classes (other modules
+        #: reach them through an instance) and the functions nested in them.
         self.module_functions: set[cst.FunctionDef] = set()
         #: Every imported name the module calls.
         self.called: set[str] = set()
@@ -96,8 +98,14 @@ class SummaryCollector:
         if not self.symbols_wanted:
             return
         for ancestor in reversed(self.ctx.stack[:-1]):
-            if isinstance(ancestor, (cst.ClassDef, cst.Lambda)):
-                return  # a method: no other module reaches it by name
+            if isinstance(ancestor, cst.ClassDef):
+                if self._class is not None and self._class[0] is ancestor and self.ctx.stack[-2] is ancestor.body:
+                    # A method of a top-level class: other modules reach it through an instance.
+                    self.methods.setdefault(f"{ancestor.name.value}.{node.name.value}", node)
+                    self.module_functions.add(node)
+                return
+            if isinstance(ancestor, cst.Lambda):
+                return
             if isinstance(ancestor, cst.FunctionDef):
                 if ancestor in self.module_functions:
                     self.module_functions.add(node)
@@ -129,7 +137,7 @@ class SummaryCollector:
         func = node.func
         if self._class is not None:
             self._class[3].note(node)
-        called = ctx.scopes.imported_qualnames(func)
+        called = ctx.imported_callees(func)
         linted = tuple(q for q in called if not _external(q))  # names a linted module may define
         if linted and self.calls_wanted and ctx.runs("rank"):
             arguments = ctx.rank.deps_of_all(a.value for a in node.args)
@@ -296,7 +304,7 @@ class SummaryCollector:
         for name, (deps, seen) in rank.module_values.items():
             via = tuple(sorted(q for q in seen if not _external(q)))
             symbols[name] = Symbol(rank=rank.is_rank_dependent(deps), rank_via=via)
-        for name, function in self.top_functions.items():
+        for name, function in [*self.top_functions.items(), *self.methods.items()]:
             reach = self._reach(function, all_calls=True)
             collective_reach = self._reach(function, all_calls=False)
             local_rank, rank_via = rank.function_imports(function)
@@ -319,6 +327,7 @@ class SummaryCollector:
                 random=bool(reach & self.noise) or bool(reach & self.train_modes and reach & self.steps),
                 silences_via=tuple(sorted({q for g in reach for q, _, _ in self.imported_calls.get(g, ())})),
                 silences_logging=any(self._configures_logging_per_rank(g) for g in reach),
+                picks=rank.return_picks(function),
             )
         for name, symbol in self.classes.items():
             # Instantiating a class of a module that silences `print` on import: it was imported.

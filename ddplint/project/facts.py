@@ -33,6 +33,9 @@ class Fact:
     #: A class deriving from a Hugging Face trainer (directly or through the
     #: project's own classes): it reseeds every rank with `args.seed` itself.
     hf_trainer: bool = False
+    #: The ranks its result is true on, a `Runs` member's name (``ONE`` for
+    #: ``return int(os.environ.get("RANK", 0)) == 0``): a rank test whatever its name.
+    picks: str | None = None
 
     @property
     def relevant(self) -> bool:
@@ -47,7 +50,7 @@ class Fact:
         switch = None if self.switch is None else list(self.switch)
         return [
             self.path, self.line, self.rank, list(self.collective), self.silences_print, self.dataset, self.random,
-            self.silences_logging, switch, self.hf_trainer,
+            self.silences_logging, switch, self.hf_trainer, self.picks,
         ]  # fmt: skip
 
     @classmethod
@@ -55,7 +58,8 @@ class Fact:
         path, line, rank, collective, silences, dataset, random, logging, *rest = data
         switch = tuple(rest[0]) if rest and rest[0] is not None else None
         hf_trainer = bool(rest[1]) if len(rest) > 1 else False
-        return cls(path, line, rank, tuple(collective), silences, dataset, random, logging, switch, hf_trainer)
+        picks = rest[2] if len(rest) > 2 else None
+        return cls(path, line, rank, tuple(collective), silences, dataset, random, logging, switch, hf_trainer, picks)
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,13 @@ class FileFacts:
     def rank(self, names: Iterable[str | None]) -> bool:
         """Whether one of `names` returns (or holds) a rank-dependent value."""
         return any(n is not None and (f := self.facts.get(n)) is not None and f.rank for n in names)
+
+    @property
+    def rank_helper(self) -> bool:
+        """Whether the module imports a project helper (or value) that returns the
+        rank or tests it, whatever its name (``first_in_job()``): its own rank
+        tests come from the project, so it runs as one process per rank."""
+        return any(fact.rank for fact in self.facts.values())
 
     def tokens(self) -> frozenset[str]:
         """The last components of the names, for the text prefilter."""

@@ -163,10 +163,12 @@ class ProjectIndex:
         module, _, symbol = name.rpartition(".")
         entry = self.modules.get(module)
         if entry is None:
-            return None
+            return self._method(module, symbol, depth)
         summary = entry.summary
         if symbol in summary.symbols or symbol in summary.defined:
             return entry, symbol
+        if any(d.startswith(symbol + ".") for d in summary.defined):
+            return entry, symbol  # a class with methods
         target = summary.aliases.get(symbol)
         if target is not None:
             resolved = self.absolute(target, entry)
@@ -180,6 +182,16 @@ class ProjectIndex:
                 if found is not None:
                     return found
         return None
+
+    def _method(self, owner: str, method: str, depth: int) -> tuple[ModuleEntry, str] | None:
+        """``pkg.mod.Class.method``: the method of a class the project defines
+        (through re-exports of the class), as its module's ``Class.method``."""
+        found = self.lookup(owner, depth + 1) if "." in owner else None
+        if found is None or "." in found[1]:
+            return None
+        symbol = f"{found[1]}.{method}"
+        summary = found[0].summary
+        return (found[0], symbol) if symbol in summary.symbols or symbol in summary.defined else None
 
     def _resolve(self, raw: str, entry: ModuleEntry) -> tuple[ModuleEntry, str] | None:
         if raw.rpartition(".")[2] not in self._resolvable:
@@ -199,7 +211,7 @@ class ProjectIndex:
             for name, s in entry.summary.symbols.items():
                 facts[(entry.display, name)] = Fact(
                     entry.display, s.line, s.rank, s.collective, s.silences_print, s.dataset, s.random,
-                    s.silences_logging, s.switch if s.collective else None, s.hf_trainer,
+                    s.silences_logging, s.switch if s.collective else None, s.hf_trainer, s.picks,
                 )  # fmt: skip
 
         def fact_of(raw: str, entry: ModuleEntry) -> Fact | None:
@@ -355,9 +367,17 @@ class ProjectIndex:
         summary = entry.summary
         used: set[str] | None = None
         for raw in summary.aliases.values():
-            fact = self.fact(self._resolve(raw, entry))
+            found = self._resolve(raw, entry)
+            fact = self.fact(found)
             if fact is not None and fact.relevant:
                 out[raw] = fact
+            if found is not None and "." not in found[1]:  # a class: its methods, through instances
+                prefix = found[1] + "."
+                for symbol in found[0].summary.symbols:
+                    if symbol.startswith(prefix):
+                        fact = self.facts[(found[0].display, symbol)]
+                        if fact.relevant:
+                            out.setdefault(f"{raw}.{symbol[len(prefix):]}", fact)
             name = self.absolute(raw, entry)
             if name in self._prefixes:  # a module or package: `import util.misc as utils`
                 used = self._used(entry) if used is None else used
@@ -386,6 +406,7 @@ def _resolvable_names(entries: list[ModuleEntry]) -> set[str]:
     (re-exports rename: ``from .a import f as g``). A name resolves through
     aliases and star imports to a symbol of one of these names, or to none."""
     names = {name for entry in entries for name in entry.summary.symbols}
+    names |= {part for name in names if "." in name for part in name.split(".")}  # `Class.method`: the class, the method
     pending = [(local, target.rpartition(".")[2]) for e in entries for local, target in e.summary.aliases.items()]
     while True:
         added = {local for local, last in pending if last in names and local not in names}

@@ -52,12 +52,15 @@ class Symbol:
     #: A class deriving from a Hugging Face trainer (through `dataset_via`,
     #: its imported bases, when one of them does).
     hf_trainer: bool = False
+    #: The ranks its result is true on (`RankAnalysis.return_picks`): a rank test of any name.
+    picks: str | None = None
 
     @property
     def empty(self) -> bool:
         return not (
             self.rank or self.rank_via or self.collective or self.collective_via or self.silences_print
             or self.silences_via or self.dataset or self.dataset_via or self.random or self.silences_logging or self.hf_trainer
+            or self.picks
         )  # fmt: skip
 
 
@@ -88,8 +91,9 @@ class ModuleSummary:
     called: tuple[str, ...] = ()
     #: The called names whose being a collective helper would change a finding.
     collective_called: tuple[str, ...] = ()
-    #: The module's top-level functions (by name), facts or not: a function
-    #: that other modules call per rank runs per rank (`FileFacts.callers`).
+    #: The module's top-level functions (by name) and the methods of its
+    #: top-level classes (``Class.method``), facts or not: a function that
+    #: other modules call per rank runs per rank (`FileFacts.callers`).
     defined: tuple[str, ...] = ()
     #: Imported names the module calls on many ranks with rank-independent
     #: arguments, each with who makes the call (a `Runs` member's name). None:
@@ -236,6 +240,11 @@ def imports_summary(tree: ast.Module) -> tuple[ModuleSummary, dict[str, int]]:
             lines.setdefault(node.name, node.lineno)
             if not isinstance(node, ast.ClassDef):
                 defined.append(node.name)
+            else:  # its methods, as `Class.method`: other modules call them through instances
+                for member in node.body:
+                    if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        lines.setdefault(f"{node.name}.{member.name}", member.lineno)
+                        defined.append(f"{node.name}.{member.name}")
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             exports = _string_list(node.value)
     summary = ModuleSummary(aliases=aliases, stars=tuple(stars), exports=exports, defined=tuple(dict.fromkeys(defined)))
