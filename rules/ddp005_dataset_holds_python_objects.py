@@ -113,10 +113,11 @@ class DatasetHoldsPythonObjects(Rule):
         self.found: list[tuple[cst.ClassDef, str, cst.CSTNode]] = []
 
     def finish(self) -> None:
-        reported: set[int] = set()
+        reported: set[object] = set()
         for classdef, attr, statement in self.found:
-            if self.ctx.data.kind(classdef) == "map" and id(statement) not in reported:
-                reported.add(id(statement))
+            # one finding per attribute, at its first assignment to a container (then not again per line)
+            if self.ctx.data.kind(classdef) == "map" and not {id(statement), (id(classdef), attr)} & reported:
+                reported |= {id(statement), (id(classdef), attr)}
                 self.report(
                     statement,
                     f"`self.{attr}` holds a Python container of objects that `__getitem__` indexes: each "
