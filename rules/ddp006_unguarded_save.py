@@ -149,7 +149,7 @@ class UnguardedSave(Rule):
         if not runs.many:
             return
         who = "every rank, so all of them write" if runs is Runs.ALL else "every rank but one, so they all write"
-        test = rank.advice.test(site).text
+        test = self.ctx.rank_advice.test(site).text
         self.report(
             node,
             f"{self._write(node)} runs on {who} the same file; "

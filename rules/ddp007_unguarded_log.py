@@ -294,7 +294,7 @@ class UnguardedLog(Rule):
     def _report(self, output: _Output, runs: Runs) -> None:
         site = output.site
         who = "every rank" if runs is Runs.ALL else "every rank but one"
-        test = self.ctx.rank.advice.test(site)
+        test = self.ctx.rank_advice.test(site)
         if output.kind == _WRITER:
             what = f"{output.shown} runs on {who}, so each of them opens its own run or file"
             fix: ProposedFix | None = ProposedFix.display_only("Create it on rank 0 only")

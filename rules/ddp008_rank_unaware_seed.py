@@ -322,7 +322,7 @@ class RankUnawareSeed(Rule):
                     seed.site.node,
                     f"{seed.shown} seeds each DataLoader worker from its worker seed, which is the same on every "
                     "rank here (the ranks share the torch seed), so the workers of all ranks draw the same "
-                    f"numbers; add the rank (`worker_seed + {rank.advice.rank(seed.site)}`)",
+                    f"numbers; add the rank (`worker_seed + {self.ctx.rank_advice.rank(seed.site)}`)",
                     statement=seed.site.statement,
                     fix=seed.fix,
                 )
@@ -334,7 +334,7 @@ class RankUnawareSeed(Rule):
         if seed.accelerate:
             return f"pass `device_specific=True` (`{code(node.func)}(..., device_specific=True)`) to seed each process differently"
         args = [a for a in node.args if a.keyword is None or a.keyword.value in ("seed", "a")]
-        rank = self.ctx.rank.advice.rank(seed.site)
+        rank = self.ctx.rank_advice.rank(seed.site)
         return f"use `seed + rank` (`{code(node.func)}({code(args[0].value)} + {rank})`)"
 
     def _randomness_in_play(self) -> bool:

@@ -134,7 +134,7 @@ class EveryRankDownload(Rule):
 
     def _advice(self, site: Site) -> str:
         """Download once per node (or once), in the module's own rank test, then wait."""
-        test = self.ctx.rank.advice.own_test(site, per_node=True)
+        test = self.ctx.rank_advice.own_test(site, per_node=True)
         if test is None:
             return "download on local rank 0 of each node, then `dist.barrier()`"
         return f"download under `if {test.text}:` (one process per node, or rank 0 on a shared disk), then `dist.barrier()`"

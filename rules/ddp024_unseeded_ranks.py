@@ -98,7 +98,7 @@ class UnseededRanks(Rule):
                 self.report(
                     init.node,
                     "the process group is initialised but nothing is seeded: runs cannot be reproduced; "
-                    f"seed each rank with `torch.manual_seed(seed + {self.ctx.rank.advice.rank(init)})`",
+                    f"seed each rank with `torch.manual_seed(seed + {self.ctx.rank_advice.rank(init)})`",
                     statement=init.statement,
                 )
                 return

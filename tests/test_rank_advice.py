@@ -119,3 +119,54 @@ def test_download_advice_prefers_the_local_rank() -> None:
         "    data = torchvision.datasets.CIFAR10('data', download=True)\n"
     )
     assert "download under `if local_rank == 0:`" in message(source, "DDP022")
+
+
+SAMPLER = """\
+import torch.distributed as dist
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def train(model, dataset, epochs):
+    dist.init_process_group("nccl")
+    {build}
+    for epoch in range(epochs):
+        for batch in train_loader:
+            model(batch).backward()
+"""
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        (
+            "train_sampler = DistributedSampler(dataset)\n"
+            "    train_loader = DataLoader(dataset, batch_size=8, sampler=train_sampler)",
+            "`train_sampler.set_epoch(epoch)`",
+        ),
+        (
+            "train_loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))",
+            "`train_loader.sampler.set_epoch(epoch)`",
+        ),
+    ],
+    ids=["sampler-variable", "inline-sampler"],
+)
+def test_set_epoch_advice_names_the_sampler_in_scope(build: str, expected: str) -> None:
+    (finding,) = lint(SAMPLER.format(build=build), select=["DDP002"])
+    assert f"call {expected} at the start of each epoch" in finding.message
+
+
+def test_a_lightning_accelerator_string_is_not_an_accelerate_object() -> None:
+    source = (
+        "def main(model, accelerator='gpu'):\n    dist.init_process_group('nccl')\n"
+        "    for epoch in range(3):\n        torch.save(model.state_dict(), 'last.pt')\n"
+    )
+    assert "`if dist.get_rank() == 0:`" in message(source, "DDP006")
+
+
+def test_an_accelerator_parameter_gives_its_main_process_test() -> None:
+    source = (
+        "def train(model, accelerator):\n    dist.init_process_group('nccl')\n"
+        "    for epoch in range(3):\n        torch.save(model.state_dict(), 'last.pt')\n"
+    )
+    assert "`if accelerator.is_main_process:`" in message(source, "DDP006")

@@ -35,7 +35,6 @@ from ddplint.analysis.execution import ExecutionModel
 from ddplint.analysis.guards import DIRECT, SELECTING, Deps, Guard, GuardKind, Runs, Site, TestShape
 from ddplint.analysis.names import dotted_name, last_name
 from ddplint.analysis.rank_sets import ShapeReader
-from ddplint.analysis.rank_zero import RankAdvice
 from ddplint.analysis.single_process import SingleProcessCode, is_unset_test
 from ddplint.analysis.values import is_none_literal
 from ddplint.analysis.tree import descendants
@@ -129,14 +128,6 @@ class RankAnalysis:
         #: id(value) -> the rank guards (`if rank == 0:`) of the assignment of
         #: a name to it: a name that is None elsewhere holds it on those ranks only.
         self._guarded_values: dict[int, tuple[Guard, ...]] = {}
-        self._advice: RankAdvice | None = None
-
-    @property
-    def advice(self) -> RankAdvice:
-        """The module's own rank-0 test and rank, as text for a finding's advice (after the walk)."""
-        if self._advice is None:
-            self._advice = RankAdvice(self)
-        return self._advice
 
     @property
     def functions(self) -> dict[str, list[cst.FunctionDef]]:
