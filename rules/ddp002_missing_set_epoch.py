@@ -85,7 +85,8 @@ class MissingSetEpoch(Rule):
     or returned beside others (`return train_loader, val_loader`), and
     iterated directly (`for b in loader`, `enumerate`, `tqdm`, `zip`,
     `iter`, `with tqdm(loader) as bar: for b in bar`) or in a helper called
-    from the epoch loop (`train_one_epoch(...)`).
+    from the epoch loop (`train_one_epoch(...)`). The finding points at the
+    epoch loop's `for` line, with the sampler as a related location.
 
     Not flagged: `DistributedSampler(..., shuffle=False)`; other samplers;
     a loader iterated once with no loop around it; loaders handed to

@@ -45,6 +45,8 @@ class DatasetHoldsPythonObjects(Rule):
     pandas' `.to_dict()`/`.to_list()`, or `glob.glob`/`os.listdir` (lists of
     paths) — when `__getitem__`, or a method it calls, indexes it
     (`self.attr[idx]`). Local variables assigned in `__init__` are followed.
+    Each attribute is reported once, at its first such assignment (the
+    other branches that fill it hold the same problem).
 
     Not flagged: NumPy arrays (`np.array(...)`, `np.load`, `np.memmap`),
     tensors, Hugging Face `datasets` objects, small literal tables,

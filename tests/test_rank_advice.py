@@ -170,3 +170,12 @@ def test_an_accelerator_parameter_gives_its_main_process_test() -> None:
         "    for epoch in range(3):\n        torch.save(model.state_dict(), 'last.pt')\n"
     )
     assert "`if accelerator.is_main_process:`" in message(source, "DDP006")
+
+
+def test_a_test_for_another_single_rank_is_not_a_rank_zero_test() -> None:
+    source = (
+        "def train(model, mpu):\n    dist.init_process_group('nccl')\n    rank = dist.get_rank()\n"
+        "    if mpu.is_pipeline_last_stage():\n        print('loss')\n"
+        "    for epoch in range(3):\n        torch.save(model.state_dict(), 'last.pt')\n"
+    )
+    assert "wrap it in `if rank == 0:`" in message(source, "DDP006")

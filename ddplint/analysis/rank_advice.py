@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ddplint.analysis.collectives import ACCELERATOR_CLASSES
 from ddplint.analysis.conditions import conjuncts
-from ddplint.analysis.guards import Runs
+from ddplint.analysis.guards import NODE_ZERO, ZERO, Runs, TestShape
 from ddplint.analysis.tree import children, descendants
 from ddplint.lazy import cst
 
@@ -130,6 +130,8 @@ class RankAdvice:
             return None
         rank = self.rank_analysis
         shape = rank.shapes.of(test)
+        if not _zero_leaves(shape, rank):
+            return None  # `rank == src`, `is_last_stage()`: one rank, but not rank 0
         sets = rank.execution.sets
         for truthy in (True, False):
             runs = sets.evaluate(shape, truthy)
@@ -221,6 +223,13 @@ def _accelerator(name: str, values: tuple[cst.CSTNode, ...], ctx) -> bool:
         elif not isinstance(value, cst.Call):
             return False
     return True
+
+
+def _zero_leaves(shape: TestShape, rank: RankAnalysis) -> bool:
+    """Whether every rank-dependent leaf of `shape` tests for rank 0 (of the job or the node)."""
+    if shape.op != "leaf":
+        return all(_zero_leaves(child, rank) for child in shape.children)
+    return shape.kind in (ZERO, NODE_ZERO) or not rank.is_rank_dependent(shape.deps)
 
 
 class _Nothing:
