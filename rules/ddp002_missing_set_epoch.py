@@ -85,7 +85,8 @@ class MissingSetEpoch(Rule):
     or returned beside others (`return train_loader, val_loader`), and
     iterated directly (`for b in loader`, `enumerate`, `tqdm`, `zip`,
     `iter`, `with tqdm(loader) as bar: for b in bar`) or in a helper called
-    from the epoch loop (`train_one_epoch(...)`).
+    from the epoch loop (`train_one_epoch(...)`). The finding points at the
+    epoch loop's `for` line, with the sampler as a related location.
 
     Not flagged: `DistributedSampler(..., shuffle=False)`; other samplers;
     a loader iterated once with no loop around it; loaders handed to
@@ -302,7 +303,8 @@ class MissingSetEpoch(Rule):
             for loops, function, iterated in self._iterations_of(keys):
                 if loops and id(loops[0]) not in flagged and not self._sets_epoch(loops, function, keys, sampler):
                     flagged.add(id(loops[0]))
-                    self._report(loops[0], sampler, self._set_epoch_fix(loops, loader, iterated))
+                    shown = self._sampler_shown(sampler, loader, function, iterated)
+                    self._report(loops[0], sampler, shown, self._set_epoch_fix(loops, loader, iterated))
 
     def _aliases(self, loader: cst.Call) -> frozenset:
         """The keys that denote this loader: itself and the builders returning it."""
@@ -394,13 +396,36 @@ class MissingSetEpoch(Rule):
                 return True
         return False
 
-    def _report(self, loop: cst.For, sampler: cst.Call, fix: ProposedFix) -> None:
+    def _sampler_shown(self, sampler: cst.Call, loader: cst.Call, function, iterated) -> str:
+        """The sampler as the loop's function can name it: the variable or
+        `self.` attribute it was assigned to, else `<loader>.sampler`."""
+        if sampler is loader:  # a plugin's `prepare_dataloader(...)`: its sampler is the loader's
+            named = iterated is not None and dotted_name(iterated) is not None
+            return f"{self.ctx.module.code_for_node(iterated)}.sampler" if named else "sampler"
+        for node in descendants(function if function is not None else self.ctx.module, into_functions=False):
+            if isinstance(node, cst.Assign) and node.value is sampler and len(node.targets) == 1:
+                return self.ctx.module.code_for_node(node.targets[0].target)
+        owner = self.ctx.module
+        for node in descendants(owner):
+            if isinstance(node, cst.Assign) and node.value is sampler and len(node.targets) == 1:
+                target = node.targets[0].target
+                if isinstance(target, cst.Attribute) and dotted_name(target.value) == "self" and function is not None:
+                    params = _parameters(function)
+                    if params and params[0] == "self":
+                        return self.ctx.module.code_for_node(target)  # `self.train_sampler`, set in `__init__`
+        if iterated is not None and dotted_name(iterated) is not None and any(
+            a.keyword is not None and a.keyword.value == "sampler" for a in loader.args
+        ):
+            return f"{self.ctx.module.code_for_node(iterated)}.sampler"
+        return "sampler"
+
+    def _report(self, loop: cst.For, sampler: cst.Call, shown: str, fix: ProposedFix) -> None:
         variable = self.ctx.module.code_for_node(loop.target)
         self.report(
             loop,
             f"this loop iterates a DataLoader with a shuffling DistributedSampler but never calls "
             f"`set_epoch({variable})` on it, so every epoch uses the same order; call "
-            f"`sampler.set_epoch({variable})` at the start of each epoch",
+            f"`{shown}.set_epoch({variable})` at the start of each epoch",
             related=((sampler, "the DistributedSampler"),),
             statement=loop,
             fix=fix,

@@ -45,6 +45,8 @@ class DatasetHoldsPythonObjects(Rule):
     pandas' `.to_dict()`/`.to_list()`, or `glob.glob`/`os.listdir` (lists of
     paths) — when `__getitem__`, or a method it calls, indexes it
     (`self.attr[idx]`). Local variables assigned in `__init__` are followed.
+    Each attribute is reported once, at its first such assignment (the
+    other branches that fill it hold the same problem).
 
     Not flagged: NumPy arrays (`np.array(...)`, `np.load`, `np.memmap`),
     tensors, Hugging Face `datasets` objects, small literal tables,
@@ -113,10 +115,11 @@ class DatasetHoldsPythonObjects(Rule):
         self.found: list[tuple[cst.ClassDef, str, cst.CSTNode]] = []
 
     def finish(self) -> None:
-        reported: set[int] = set()
+        reported: set[object] = set()
         for classdef, attr, statement in self.found:
-            if self.ctx.data.kind(classdef) == "map" and id(statement) not in reported:
-                reported.add(id(statement))
+            # one finding per attribute, at its first assignment to a container (then not again per line)
+            if self.ctx.data.kind(classdef) == "map" and not {id(statement), (id(classdef), attr)} & reported:
+                reported |= {id(statement), (id(classdef), attr)}
                 self.report(
                     statement,
                     f"`self.{attr}` holds a Python container of objects that `__getitem__` indexes: each "

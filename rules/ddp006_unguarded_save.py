@@ -154,10 +154,11 @@ class UnguardedSave(Rule):
         if not runs.many:
             return
         who = "every rank, so all of them write" if runs is Runs.ALL else "every rank but one, so they all write"
+        test = self.ctx.rank_advice.test(site).text
         self.report(
             node,
             f"{self._write(node)} runs on {who} the same file; "
-            "wrap it in `if dist.get_rank() == 0:` (or your rank-0 test) or make the path rank-specific",
+            f"wrap it in `if {test}:` or make the path rank-specific",
             fix=self.rank_zero.wrap_fix(site, self.tests_before[node], "Write it on rank 0 only, or make the path rank-specific"),
         )
 

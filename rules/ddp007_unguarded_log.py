@@ -294,18 +294,19 @@ class UnguardedLog(Rule):
     def _report(self, output: _Output, runs: Runs) -> None:
         site = output.site
         who = "every rank" if runs is Runs.ALL else "every rank but one"
+        test = self.ctx.rank_advice.test(site)
         if output.kind == _WRITER:
             what = f"{output.shown} runs on {who}, so each of them opens its own run or file"
             fix: ProposedFix | None = ProposedFix.display_only("Create it on rank 0 only")
-            advice = "create it on rank 0 only (`if dist.get_rank() == 0:`)"
+            advice = f"create it on rank 0 only (`if {test.text}:`)"
         elif output.kind == _PROGRESS:
             what = f"{output.shown} runs on {who}, so their progress bars overwrite each other"
             fix = ProposedFix.display_only("Pass `disable=` for ranks other than 0")
-            advice = "pass `disable=dist.get_rank() != 0`"
+            advice = f"pass `disable={test.negated}`"
         else:
             what = f"{output.shown} runs on {who} at every step or epoch, so its output is repeated once per rank"
             fix = self.rank_zero.wrap_fix(site, output.tests_before, "Print it on rank 0 only")
-            advice = "guard it with `if dist.get_rank() == 0:`"
+            advice = f"guard it with `if {test.text}:`"
         self.report(site.node, f"{what}; {advice}", statement=site.statement, fix=fix)
 
 

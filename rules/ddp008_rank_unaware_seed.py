@@ -36,6 +36,22 @@ TENSOR_PARALLEL = "torch.distributed.tensor.parallel"
 _GLOBAL_RANK_NAMES = ("rank", "global_rank", "world_rank", "RANK")
 
 
+#: accelerate's seeder, which takes `device_specific=True` to add the process index itself.
+ACCELERATE_SET_SEED = frozenset({"accelerate.utils.set_seed", "accelerate.utils.random.set_seed"})
+
+
+def _device_specific_fix(node: cst.Call) -> ProposedFix:
+    """`set_seed(seed)` -> `set_seed(seed, device_specific=True)` (unsafe, as `seed + rank`)."""
+    arg = cst.Arg(value=cst.Name("True"), keyword=cst.Name("device_specific"),
+                  equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+    given = [a for a in node.args if a.keyword is not None and a.keyword.value == "device_specific"]
+    if given:  # `device_specific=False`
+        new = node.deep_replace(given[0].value, cst.Name("True"))
+    else:
+        new = node.with_changes(args=[*node.args, arg])
+    return ProposedFix("Seed each process differently: `device_specific=True`", ((node, new),), Applicability.UNSAFE)
+
+
 def _binds_tighter_than_add(node: cst.BaseExpression) -> bool:
     """Whether `node + x` needs no parentheses around `node`."""
     if isinstance(node, cst.BinaryOperation):
@@ -57,6 +73,8 @@ class _Seed:
     #: Seeded from the DataLoader worker's own seed (`get_worker_info().seed`):
     #: the same on every rank exactly when the ranks share the torch seed.
     from_worker: bool = False
+    #: accelerate's `set_seed`, which seeds each process differently with `device_specific=True`.
+    accelerate: bool = False
 
 
 class RankUnawareSeed(Rule):
@@ -128,7 +146,8 @@ class RankUnawareSeed(Rule):
     With `--unsafe-fixes`, `torch.manual_seed(seed)` becomes
     `torch.manual_seed(seed + rank)` when a global-rank variable (`rank`,
     `global_rank`, `world_rank`, `RANK`) is bound where the seed is set; a
-    `local_rank` is never used, as it repeats on every node. Unsafe: every
+    `local_rank` is never used, as it repeats on every node; accelerate's
+    `set_seed(seed)` becomes `set_seed(seed, device_specific=True)`. Unsafe: every
     rank but rank 0 gets a different random stream, so model initialisation
     done after the seed must be broadcast (DDP does it at wrapping) and
     results change. Without such a variable the fix is advice only.
@@ -199,9 +218,12 @@ class RankUnawareSeed(Rule):
         shown = f"`{code(node.func)}({', '.join(code(a).strip().rstrip(',') for a in node.args)})`"
         from_worker = value is not None and from_worker_seed(value, ctx)
         uniform = value is not None and not from_worker and self._uniform(value)
-        fix = self._fix(value) if (uniform or from_worker) and value is not None else None
+        accelerate = bool(names & ACCELERATE_SET_SEED)
+        fix = None
+        if (uniform or from_worker) and value is not None:
+            fix = _device_specific_fix(node) if accelerate else self._fix(value)
         site = ctx.rank.site(node, deps)
-        self.seeds.append(_Seed(site, shown, len(self.seeds), device_specific, uniform, fix, from_worker))
+        self.seeds.append(_Seed(site, shown, len(self.seeds), device_specific, uniform, fix, from_worker, accelerate))
 
     def _random_dataset(self, node: cst.Call) -> bool:
         """A call of another linted module's name that brings per-rank
@@ -290,7 +312,7 @@ class RankUnawareSeed(Rule):
             self.report(
                 seed.site.node,
                 f"{seed.shown} gives every rank the same seed, so all ranks draw the same dropout masks, "
-                "augmentations and noise; use `seed + rank` (e.g. `torch.manual_seed(seed + dist.get_rank())`)",
+                f"augmentations and noise; {self._advice(seed)}",
                 statement=seed.site.statement,
                 fix=seed.fix,
             )
@@ -300,10 +322,20 @@ class RankUnawareSeed(Rule):
                     seed.site.node,
                     f"{seed.shown} seeds each DataLoader worker from its worker seed, which is the same on every "
                     "rank here (the ranks share the torch seed), so the workers of all ranks draw the same "
-                    "numbers; add the rank (`worker_seed + rank`)",
+                    f"numbers; add the rank (`worker_seed + {self.ctx.rank_advice.rank(seed.site)}`)",
                     statement=seed.site.statement,
                     fix=seed.fix,
                 )
+
+    def _advice(self, seed: _Seed) -> str:
+        """`seed + rank` in the module's words, or accelerate's own per-process seeding."""
+        node = seed.site.node
+        code = self.ctx.module.code_for_node
+        if seed.accelerate:
+            return f"pass `device_specific=True` (`{code(node.func)}(..., device_specific=True)`) to seed each process differently"
+        args = [a for a in node.args if a.keyword is None or a.keyword.value in ("seed", "a")]
+        rank = self.ctx.rank_advice.rank(seed.site)
+        return f"use `seed + rank` (`{code(node.func)}({code(args[0].value)} + {rank})`)"
 
     def _randomness_in_play(self) -> bool:
         """Dropout or augmentation in the module, or random draws where the

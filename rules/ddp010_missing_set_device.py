@@ -5,6 +5,7 @@ from __future__ import annotations
 from ddplint.analysis.callgraph import is_main_test
 from ddplint.analysis.catalogue import DEVICE_SETTERS
 from ddplint.analysis.collectives import collective_name, wrapper_of
+from ddplint.analysis.devices import sets_visible_devices
 from ddplint.analysis.names import dotted_name, last_name
 from ddplint.lazy import cst
 from ddplint.model import Severity
@@ -27,7 +28,11 @@ class MissingSetDevice(Rule):
     these set it: `torch.cuda.set_device(...)` (DeepSpeed's
     `get_accelerator().set_device(...)` too), `with torch.cuda.device(...):`,
     a `device_id=` argument to `init_process_group`, `CUDA_VISIBLE_DEVICES`
-    set in the process before CUDA starts, or a framework that sets it
+    set in the process before CUDA starts (`os.environ[...] = str(local_rank)`,
+    `os.environ.setdefault(...)`, `os.environ.update(...)`) or by a launcher
+    in the module for the processes it starts (`env=dict(os.environ,
+    CUDA_VISIBLE_DEVICES=str(i))`): each process then sees one GPU, `cuda:0`,
+    and `set_device(0)` or `"cuda:0"` is right on every rank; or a framework that sets it
     (accelerate, Lightning); and a module whose only collective is
     `barrier(device_ids=[rank])` (a connectivity check) names the GPU of all
     the communication it does. Moving the model does not:
@@ -104,16 +109,18 @@ class MissingSetDevice(Rule):
             self.pinned |= _self_pinning(dotted_name(node.module))
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            sub = target.target
-            if isinstance(sub, cst.Subscript) and len(sub.slice) == 1 and "os.environ" in self.ctx.qualified_names(sub.value):
-                key = sub.slice[0].slice
-                if isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString):
-                    self.pinned |= key.value.evaluated_value == "CUDA_VISIBLE_DEVICES"
+        # `os.environ["CUDA_VISIBLE_DEVICES"] = str(local_rank)`, or a child's `env[...] = str(i)`
+        self.pinned |= any(sets_visible_devices(t.target) for t in node.targets)
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        self.pinned |= sets_visible_devices(node)  # `env={"CUDA_VISIBLE_DEVICES": str(i)}`
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.pinned:
             return  # the module pins its device: no init_process_group can be flagged
+        if sets_visible_devices(node):  # `os.environ.setdefault(...)`, `dict(os.environ, CUDA_VISIBLE_DEVICES=...)`
+            self.pinned = True
+            return
         names = self.ctx.qualified_names(node.func)
         if names & INIT_PROCESS_GROUP:
             if any(a.keyword is not None and a.keyword.value == "device_id" for a in node.args):

@@ -127,10 +127,17 @@ class EveryRankDownload(Rule):
             self.report(
                 site.node,
                 f"{shown} runs on {runs.value}: they all download into the same path at once and can read each "
-                "other's half-written files; download on local rank 0 of each node, then `dist.barrier()`",
+                f"other's half-written files; {self._advice(site)}",
                 statement=site.statement,
             )
 
+
+    def _advice(self, site: Site) -> str:
+        """Download once per node (or once), in the module's own rank test, then wait."""
+        test = self.ctx.rank_advice.own_test(site, per_node=True)
+        if test is None:
+            return "download on local rank 0 of each node, then `dist.barrier()`"
+        return f"download under `if {test.text}:` (one process per node, or rank 0 on a shared disk), then `dist.barrier()`"
 
     def _after_zero_first(self, site: Site) -> bool:
         """The zero-first idioms written out: the other ranks wait at a barrier

@@ -100,7 +100,7 @@ class UnseededScript(Rule):
                 self.report(
                     init.node,
                     "the process group is initialised but nothing is seeded: runs cannot be reproduced; "
-                    "seed each rank with `torch.manual_seed(seed + rank)`",
+                    f"seed each rank with `torch.manual_seed(seed + {self.ctx.rank_advice.rank(init)})`",
                     statement=init.statement,
                 )
                 return

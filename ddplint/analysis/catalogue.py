@@ -269,6 +269,12 @@ MODULE_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 #: Calls that pin the process to a device by index: `torch.cuda.set_device(i)`,
 #: DeepSpeed's `get_accelerator().set_device(i)`, `torch.accelerator.set_device_index(i)`.
 DEVICE_SETTERS = frozenset({"set_device", "set_device_index"})
+#: Environment variables that make a process see only the GPUs they list: set
+#: per process (from the local rank), its one GPU is `cuda:0` to it.
+VISIBLE_DEVICES_VARIABLES = frozenset({"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"})
+#: Methods and functions that set an environment variable: `os.environ.setdefault(k, v)`,
+#: `os.environ.update({k: v})`, `os.putenv(k, v)`.
+ENV_SETTERS = frozenset({"setdefault", "update", "putenv"})
 # ------------------------------------------------------------ where writes go (DDP006)
 
 #: Constructors of in-memory streams: `torch.save(obj, io.BytesIO())` serialises

@@ -86,6 +86,8 @@ class Site:
     main_block: bool = False
     #: The ``if`` branches it is in, within its function (`callgraph.branch_path`).
     path: tuple[tuple[int, int], ...] = ()
+    #: Where the walk was (a `scope.ScopeMark`): names resolve there after the walk.
+    scopes: object = None
 
 
 #: Guard kinds that select ranks (a staggered block runs on every rank).

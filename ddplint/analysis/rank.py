@@ -636,7 +636,7 @@ class RankAnalysis:
         main = function is None and in_main_block(stack)
         return Site(
             node, self.ctx.statement(), self.guards()[0], function, deps, single, enclosing_loops(stack), main,
-            branch_path(stack),
+            branch_path(stack), self.ctx.scopes.mark(),
         )  # fmt: skip
 
     def runs_on_every_rank(self, site: Site) -> bool:

@@ -17,6 +17,7 @@ from ddplint.analysis.distributed import DistributedContext, launched_per_rank, 
 from ddplint.analysis.flow import ValueFlow
 from ddplint.analysis.loops import TrainingLoops
 from ddplint.analysis.rank import RankAnalysis
+from ddplint.analysis.rank_advice import RankAdvice
 from ddplint.analysis.rank_kinds import RankKinds
 from ddplint.analysis.receivers import imported_method_names
 from ddplint.analysis.scope import QualNames, ScopeTracker
@@ -57,6 +58,7 @@ class SemanticModel:
         self._optional = {name: OPTIONAL_ANALYSES[name](self) for name in sorted(set(requires))}
         self._flow: ValueFlow | None = None
         self._per_rank_values: PerRankValues | None = None
+        self._rank_advice: RankAdvice | None = None
 
     @property
     def analyses(self) -> tuple[object, ...]:
@@ -71,6 +73,14 @@ class SemanticModel:
     def rank(self) -> RankAnalysis:
         """The rank analysis (only for rules with ``requires = {"rank"}``)."""
         return self._optional["rank"]  # type: ignore[return-value]
+
+    @property
+    def rank_advice(self) -> RankAdvice:
+        """The module's own rank-0 test and rank, as text for a finding's advice
+        (after the walk; only with the rank analysis)."""
+        if self._rank_advice is None:
+            self._rank_advice = RankAdvice(self.rank)
+        return self._rank_advice
 
     @property
     def rank_kinds(self) -> RankKinds:

@@ -159,6 +159,11 @@ def _finalize(
 
     for item in pending:
         span = span_of(item.node)
+        node = item.node
+        if isinstance(node, cst.BaseCompoundStatement) and isinstance(node.body, cst.IndentedBlock):
+            # a loop, a class, a `with`: its header (`for epoch in range(n):`), not the whole block
+            colon = positions[node.body.header].start
+            span = Span(span.line, span.column, colon.line, colon.column + 1)
         statement = positions[item.statement]
         last = statement.end.line
         if isinstance(item.statement, cst.BaseCompoundStatement):
