@@ -86,10 +86,9 @@ class UnreducedStopDecision(Rule):
     trigger_Continue = trigger_Return = trigger_Break
 
     def check_Break(self, node: cst.CSTNode, site: Site) -> None:
-        ctx = self.ctx
-        if site.single_process or ctx.one_process_group or ctx.rank.selects_ranks(site.guards):
+        if site.single_process or self.ctx.one_process_group or self.ctx.rank.selects_ranks(site.guards):
             return  # one process, or an exit some ranks take: DDP001's
-        decision = ctx.per_rank_values.unreduced_exit(node, ctx.stack, site.function, site.loops)
+        decision = self.ctx.per_rank_values.unreduced_exit(node, self.ctx.stack, site.function, site.loops)
         if decision is None:
             return
         test, value, collective = self.ctx.module.code_for_node(decision.test), decision.value, decision.collective
