@@ -20,7 +20,6 @@ from ddplint.rule import all_rules_settings
 from ddplint.engine import check_source
 from ddplint.engine.prefilter import DISTRIBUTED_TEXT, TextScan, applicable, summary_worthy
 from ddplint.project.facts import NO_FACTS, Fact, FileFacts, ProjectRole
-from ddplint.project.summary import text_outside_classes
 from ddplint.result import FileResult
 from ddplint.rule import all_rules
 
@@ -73,26 +72,27 @@ def _summarized(text: str, facts: FileFacts = NO_FACTS) -> FileResult:
     return check_source("module.py", text, all_rules_settings(), True, role)
 
 
-def test_a_module_whose_rank_tests_are_all_methods_is_not_parsed_for_its_summary() -> None:
+def test_a_module_whose_rank_tests_are_all_methods_exports_them_as_methods() -> None:
+    """Other modules reach a method through their instances (`Class.method`):
+    a module whose only rank test is a method's is walked for its summary."""
     project = FIXTURES / "projects" / "class_first"
     methods_only = _summarized((project / "methods_only.py").read_text())
     helpers = _summarized((project / "ranks.py").read_text())
-    assert not methods_only.parsed and not methods_only.summary.symbols
-    assert helpers.parsed and set(helpers.summary.symbols) == {"is_leader", "LEADER"}
+    assert methods_only.parsed and set(methods_only.summary.symbols) == {"Shard.owner"}
+    assert helpers.parsed and set(helpers.summary.symbols) == {"is_leader", "LEADER", "Placement.local_slot", "Launcher.node"}
 
 
 def test_modules_the_summary_prefilter_skips_have_no_facts_of_their_own() -> None:
     """Walked anyway (a fact about an import makes the walk happen), every
-    module the narrowed test skips yields no fact of its own, only facts
+    module the summary prefilter skips yields no fact of its own, only facts
     hinging on imports (which reach it, and re-walk it, later). The modules:
-    the fixtures, and each fixture with its code moved into a class (what
-    a method does is no fact for other modules)."""
+    the fixtures, and each fixture with its code moved into a class (a
+    method's facts are facts too: moving code into a class hides nothing)."""
     unrelated = FileFacts({"elsewhere.helper": Fact("elsewhere.py", 1, rank=True)})
     skipped = []
     for path in sorted(FIXTURES.rglob("*.py")):
         for text in _module_and_class_variant(path.read_bytes().decode("utf-8", errors="replace")):
-            tree = ast.parse(text)
-            if summary_worthy(TextScan(text), (), lambda: text_outside_classes(text, tree)):
+            if summary_worthy(TextScan(text)):
                 continue
             skipped.append(path)
             symbols = _summarized(text, unrelated).summary.symbols

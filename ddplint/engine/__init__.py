@@ -21,7 +21,7 @@ from ddplint.engine.prefilter import TextScan, applicable, summary_worthy
 from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast
 from ddplint.model import Finding, Notice, NoticeLevel
 from ddplint.project.facts import ALONE, ProjectRole
-from ddplint.project.summary import imports_summary, text_outside_classes
+from ddplint.project.summary import imports_summary
 from ddplint.reading import shape_notice, too_large_note
 from ddplint.result import FileResult
 from ddplint.rule import Rule, all_rules
@@ -100,11 +100,8 @@ def check_source(
             if per_rank or scan.distributed:  # its per-rank calls make its callees per-rank
                 imports = dataclasses.replace(imports, per_rank_calls=None)  # filled in by the walk
         # A module importing facts may pass them on (`def should_log(): return am_leader()`).
-        # A module parsed for its summary alone is parsed only if its functions may hold facts.
-        outside_classes = None if rules else functools.partial(text_outside_classes, text, tree)
-        walk_for_summary = project.imported and (
-            bool(facts.facts) or summary_worthy(scan, settings.rank_names, outside_classes)
-        )
+        # A module parsed for its summary alone is parsed only if its functions or methods may hold facts.
+        walk_for_summary = project.imported and (bool(facts.facts) or summary_worthy(scan, settings.rank_names))
         with_facts = every_rule if not prefilter else (
             applicable(every_rule, scan, settings.rank_names, True, per_rank) if project.importer else rules
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ddplint.analysis.catalogue import NOISE_TEXT, RANK_TEXT, STEP_TEXT, TRAIN_MODE_TEXT, covering_needles
 from ddplint.analysis.collectives import COLLECTIVE_FAMILIES
@@ -117,7 +117,6 @@ _SUMMARY_COLLECTIVE = AnyOf(tuple(
     AllOf((Probe.of_substrings(covering_needles(names)), *map(Probe.of_substrings, requirements)))
     for names, requirements in COLLECTIVE_FAMILIES
 ))  # fmt: skip
-_SUMMARY_COLLECTIVE_NAMES = Probe.of_substrings(covering_needles(n for names, _ in COLLECTIVE_FAMILIES for n in names))
 #: Dataset classes that training code derives its own from (`ImageFolder`).
 _DATASET_BASES = tuple(sorted({name.rsplit(".", 1)[-1] for name in MAP_DATASETS | ITERABLE_DATASETS} - {"Dataset"}))
 _SUMMARY_OTHER = AnyOf((
@@ -130,29 +129,17 @@ _SUMMARY_OTHER = AnyOf((
 _SUMMARY_NOISE = Probe.of_substrings(NOISE_TEXT)
 
 
-def summary_worthy(
-    scan: TextScan, rank_names: tuple[str, ...] = (), outside_classes: Callable[[], str] | None = None
-) -> bool:
+def summary_worthy(scan: TextScan, rank_names: tuple[str, ...] = ()) -> bool:
     """Whether the module may hold facts other modules need (else its summary
-    is its imports); `rank_names` are the configured ones.
-
-    A rank test or a collective makes a fact only in module-level code and
-    functions: a method's makes none (no other module reaches a method by
-    name; a class's only fact is being a Dataset). With `outside_classes`
-    (the module's text without its class bodies), they are looked for there.
-    """
+    is its imports); `rank_names` are the configured ones. A rank test or a
+    collective anywhere may make one: in module-level code, a function, or a
+    method (other modules reach `Class.method` through their instances)."""
     if scan.has(_SUMMARY_OTHER):
         return True
-    rank, extra = _SUMMARY_RANK, _rank_probe(rank_names)
-    collective, noise = scan.has(_SUMMARY_COLLECTIVE), scan.has(_SUMMARY_NOISE)
-    if not (collective or noise or scan.has(rank) or (extra is not None and scan.has(extra))):
-        return False
-    if outside_classes is None:
-        return True
-    narrow = TextScan(outside_classes())
+    extra = _rank_probe(rank_names)
     return (
-        (collective and narrow.has(_SUMMARY_COLLECTIVE_NAMES)) or (noise and narrow.has(_SUMMARY_NOISE))
-        or narrow.has(rank) or (extra is not None and narrow.has(extra))
+        scan.has(_SUMMARY_COLLECTIVE) or scan.has(_SUMMARY_NOISE) or scan.has(_SUMMARY_RANK)
+        or (extra is not None and scan.has(extra))
     )  # fmt: skip
 
 

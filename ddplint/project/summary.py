@@ -264,21 +264,6 @@ def attribute_uses(text: str, aliases: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(sorted({aliases[m.group(1)] + m.group(2) for m in pattern.finditer(text)}))
 
 
-def text_outside_classes(text: str, tree: ast.Module) -> str:
-    """`text` without the bodies of its top-level classes (a class's decorator
-    lines stay): where a module's functions and module-level code are."""
-    classes = [(n.lineno, n.end_lineno or n.lineno) for n in _top_level(tree.body) if isinstance(n, ast.ClassDef)]
-    if not classes:
-        return text
-    lines = text.splitlines(keepends=True)
-    kept, start = [], 0
-    for first, last in classes:
-        kept.extend(lines[start : first - 1])
-        start = last
-    kept.extend(lines[start:])
-    return "".join(kept)
-
-
 #: Import roots whose modules are never linted with the project.
 EXTERNAL_ROOTS = frozenset(getattr(sys, "stdlib_module_names", ())) | {"torch", "numpy", "builtins"}
 
