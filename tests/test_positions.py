@@ -13,7 +13,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from ddplint.engine.positions import Positions, comments, resolve_positions
+from ddplint.engine.positions import Positions, resolve_positions
 from ddplint.engine.source import SourceError, decode_source
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -118,8 +118,3 @@ def test_a_node_asked_first_inside_a_long_statement_gets_its_own_range() -> None
     decorated = cst.parse_module("@a\n@b(\n  1)\ndef f(): pass\n")
     decorator = decorated.body[0].decorators[1]
     assert Positions(decorated, decorated.code)[decorator] == resolve_positions(decorated)[decorator]
-
-
-def test_comments_are_read_by_the_tokenizer_not_from_strings() -> None:
-    source = "x = '# noqa'  # noqa: DDP001\ny = '''\n# not a comment\n'''\n# last\n"
-    assert comments(source) == [(1, "# noqa: DDP001"), (5, "# last")]

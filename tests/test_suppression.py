@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ddplint.engine import suppression
 from ddplint.engine.suppression import Suppressions
 
 
@@ -63,3 +64,8 @@ def test_add_noqa_merges_and_is_idempotent() -> None:
         "d = 4  # noqa",
     ]  # fmt: skip
     assert add_noqa(once, {1: {"DDP014"}, 2: {"DDP003"}, 3: {"DDP012"}}) == (once, 0)
+
+
+def test_comments_are_read_by_the_tokenizer_not_from_strings() -> None:
+    source = "x = '# noqa'  # noqa: DDP001\ny = '''\n# not a comment\n'''\n# last\n"
+    assert [(c.line, c.text) for c in suppression.source_comments(source)] == [(1, "# noqa: DDP001"), (5, "# last")]

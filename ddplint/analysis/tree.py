@@ -8,7 +8,7 @@ engine's walker, skipping whitespace and punctuation.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ddplint.lazy import cst
 
@@ -54,10 +54,22 @@ def descendants(node: cst.CSTNode, into_functions: bool = True) -> Iterator[cst.
             stack.append(iter(children(child)))
 
 
-def children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The direct child nodes of `node`, in source order (whitespace fields skipped)."""
+_every_field: dict[type, tuple[str, ...]] = {}
+
+
+def every_field(cls: type) -> tuple[str, ...]:
+    """All the fields of a node class, whitespace and punctuation included."""
+    fields = _every_field.get(cls)
+    if fields is None:
+        fields = _every_field[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return fields
+
+
+def children(node: cst.CSTNode, fields: Callable[[type], tuple[str, ...]] = child_fields) -> list[cst.CSTNode]:
+    """The direct child nodes of `node`, in source order (whitespace fields
+    skipped; with `fields=every_field`, none skipped)."""
     found: list[cst.CSTNode] = []
-    for name in child_fields(node.__class__):
+    for name in fields(node.__class__):
         value = getattr(node, name)
         if value.__class__ is tuple or value.__class__ is list:
             found.extend(value)

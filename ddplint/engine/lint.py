@@ -22,7 +22,7 @@ from ddplint.engine.deferred import DeferredChecks
 from ddplint.engine.findings import make_finding
 from ddplint.engine.fixes import resolve_fix
 from ddplint.engine.noqa import unused_noqa
-from ddplint.engine.positions import Positions, comments, to_span
+from ddplint.engine.positions import Positions, to_span
 from ddplint.engine.suppression import Suppressions
 from ddplint.engine.walker import Walker
 from ddplint.model import Finding, Notice, NoticeLevel, Related, Span
@@ -151,7 +151,7 @@ def _finalize(
 ) -> tuple[Finding, ...]:
     """The findings of `pending`; `used` gets the (line, code) of the directives that suppressed them."""
     positions = Positions(module, text)
-    suppressions = Suppressions.from_comments(comments(text) if _NOQA.search(text) else (), text)
+    suppressions = Suppressions.from_source(text) if _NOQA.search(text) else Suppressions.from_comments((), text)
     lines = text.splitlines()
     findings = []
     def span_of(node: cst.CSTNode) -> Span:

@@ -14,10 +14,7 @@ node for node over the fixtures).
 from __future__ import annotations
 
 import ast
-import dataclasses
-import io
 import re
-import tokenize
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +25,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 from libcst._position import CodePosition
 
+from ddplint.analysis.tree import children, every_field
 from ddplint.model import Span
 
 
@@ -46,21 +44,6 @@ def to_span(code_range: CodeRange) -> Span:
         code_range.end.line,
         code_range.end.column + 1,
     )
-
-
-def comments(text: str) -> list[tuple[int, str]]:
-    """(line, text) of every comment in `text`, which CPython accepts."""
-    found: list[tuple[int, str]] = []
-    if "#" not in text:
-        return found
-    readline = io.StringIO(text).readline
-    try:
-        for token in tokenize.generate_tokens(readline):
-            if token.type == tokenize.COMMENT:
-                found.append((token.start[0], token.string))
-    except (tokenize.TokenError, SyntaxError):  # pragma: no cover - the text parsed
-        pass
-    return found
 
 
 #: The statements whose own text starts a line: every other node lies in one.
@@ -181,7 +164,7 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
                 taken += len(node.body)
             if anchor is not None:
                 anchor_of[node] = anchor
-            stack.extend((child, anchor) for child in reversed(_children(node)))
+            stack.extend((child, anchor) for child in reversed(children(node, every_field)))
         if stack or taken != len(starts):
             self._everything()
             return {}
@@ -223,24 +206,6 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
             return ""
         start = self._line_starts[line - 1]
         return self._text[start : start + byte_column].encode("utf-8")[:byte_column].decode("utf-8", errors="ignore")
-
-
-_fields: dict[type, tuple[str, ...]] = {}
-
-
-def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """Every child node, whitespace and punctuation included, in source order."""
-    names = _fields.get(node.__class__)
-    if names is None:
-        names = _fields[node.__class__] = tuple(f.name for f in dataclasses.fields(node))
-    found: list[cst.CSTNode] = []
-    for name in names:
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            found.append(value)
-        elif value.__class__ is tuple or value.__class__ is list:
-            found.extend(v for v in value if isinstance(v, cst.CSTNode))
-    return found
 
 
 def _shifted(place: CodeRange, lines: int) -> CodeRange:
