@@ -12,15 +12,15 @@ around forward and backward) show the test can tell the two apart.
 from __future__ import annotations
 
 import datetime
+import functools
 import os
 import tempfile
-import time
 
 import pytest
 
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
+from spawned_ranks import run_ranks  # noqa: E402
 
 if not dist.is_available():  # pragma: no cover - builds without torch.distributed
     pytest.skip("torch.distributed is not available in this build", allow_module_level=True)
@@ -29,19 +29,7 @@ GROUP_TIMEOUT = datetime.timedelta(seconds=60)
 JOB_TIMEOUT_S = 180.0
 
 
-def _run_ranks(fn, nprocs: int, *args, timeout: float = JOB_TIMEOUT_S) -> None:
-    """fn(rank, *args) in `nprocs` spawned processes; fails (killing them) past `timeout`."""
-    context = mp.start_processes(fn, args=args, nprocs=nprocs, join=False, start_method="spawn")
-    deadline = time.monotonic() + timeout
-    try:
-        while not context.join(timeout=0.2):
-            if time.monotonic() > deadline:
-                pytest.fail(f"the {nprocs} ranks did not finish within {timeout:.0f} s")
-    finally:
-        for process in context.processes:
-            if process.is_alive():
-                process.kill()
-            process.join()
+_run_ranks = functools.partial(run_ranks, timeout=JOB_TIMEOUT_S)
 
 
 def _model(rank: int, init_file: str):

@@ -9,8 +9,8 @@ timeout is a few seconds.
 from __future__ import annotations
 
 import datetime
+import functools
 import textwrap
-import time
 
 import pytest
 
@@ -19,6 +19,7 @@ from ddplint.testing import lint
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
+from spawned_ranks import run_ranks  # noqa: E402
 
 if not dist.is_available():  # pragma: no cover - builds without torch.distributed
     pytest.skip("torch.distributed is not available in this build", allow_module_level=True)
@@ -31,19 +32,7 @@ SHORT_TIMEOUT_S = 5
 JOB_TIMEOUT_S = 240.0
 
 
-def _run_ranks(fn, nprocs: int, *args, timeout: float = JOB_TIMEOUT_S) -> None:
-    """Run fn(rank, *args) in spawned processes; fail (and kill them) past `timeout`."""
-    context = mp.start_processes(fn, args=args, nprocs=nprocs, join=False, start_method="spawn")
-    deadline = time.monotonic() + timeout
-    try:
-        while not context.join(timeout=0.2):
-            if time.monotonic() > deadline:
-                pytest.fail(f"the {nprocs} ranks did not finish within {timeout:.0f} s")
-    finally:
-        for process in context.processes:
-            if process.is_alive():
-                process.kill()
-            process.join()
+_run_ranks = functools.partial(run_ranks, timeout=JOB_TIMEOUT_S)
 
 
 def _in_group(rank: int, init_file: str, source: str, out) -> None:

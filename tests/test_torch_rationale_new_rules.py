@@ -9,6 +9,7 @@ for a rank that never comes has a timeout of a few seconds.
 from __future__ import annotations
 
 import datetime
+import functools
 import gc
 import io
 import os
@@ -21,6 +22,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
+from spawned_ranks import run_ranks  # noqa: E402
 
 if not dist.is_available():  # pragma: no cover - builds without torch.distributed
     pytest.skip("torch.distributed is not available in this build", allow_module_level=True)
@@ -39,21 +41,7 @@ def _init(rank: int, world_size: int, init_file: str) -> None:
     )
 
 
-def _run_ranks(fn, nprocs: int, *args, timeout: float = JOB_TIMEOUT_S) -> None:
-    """Run fn(rank, *args) in `nprocs` spawned processes; fail (and kill
-    them) if they have not all finished within `timeout` seconds. A rank
-    that raises fails the test with its traceback (mp's ProcessRaisedException)."""
-    context = mp.start_processes(fn, args=args, nprocs=nprocs, join=False, start_method="spawn")
-    deadline = time.monotonic() + timeout
-    try:
-        while not context.join(timeout=0.2):
-            if time.monotonic() > deadline:
-                pytest.fail(f"the {nprocs} ranks did not finish within {timeout:.0f} s")
-    finally:
-        for process in context.processes:
-            if process.is_alive():
-                process.kill()
-            process.join()
+_run_ranks = functools.partial(run_ranks, timeout=JOB_TIMEOUT_S)
 
 
 @pytest.fixture

@@ -12,13 +12,12 @@ from __future__ import annotations
 import datetime
 import json
 import random
-import time
 
 import pytest
 
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
+from spawned_ranks import run_ranks  # noqa: E402
 from torch.utils.data import random_split  # noqa: E402
 
 if not dist.is_available():  # pragma: no cover - builds without torch.distributed
@@ -65,19 +64,7 @@ def _rank(rank: int, world_size: int, init_file: str, how: str, out_file: str) -
 
 def _run_two_ranks(tmp_path, how: str) -> dict:
     out_file = tmp_path / "result.json"
-    context = mp.start_processes(
-        _rank, args=(2, str(tmp_path / "init"), how, str(out_file)), nprocs=2, join=False, start_method="spawn"
-    )
-    deadline = time.monotonic() + JOB_TIMEOUT_S
-    try:
-        while not context.join(timeout=0.2):
-            if time.monotonic() > deadline:
-                pytest.fail(f"the 2 ranks did not finish within {JOB_TIMEOUT_S:.0f} s")
-    finally:
-        for process in context.processes:
-            if process.is_alive():
-                process.kill()
-            process.join()
+    run_ranks(_rank, 2, 2, str(tmp_path / "init"), how, str(out_file), timeout=JOB_TIMEOUT_S)
     return json.loads(out_file.read_text())
 
 
