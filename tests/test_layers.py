@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # Values every layer uses: findings, spans, settings, the facts other modules export.
     ("core", (
         "ddplint.model", "ddplint.lazy", "ddplint.paths", "ddplint.sizes", "ddplint.textedit",
-        "ddplint.typecheck", "ddplint.measured", "ddplint.reading", "ddplint.result", "ddplint.version",
+        "ddplint.typecheck", "ddplint.measured", "ddplint.solver", "ddplint.reading", "ddplint.result", "ddplint.version",
         "ddplint.config.settings", "ddplint.project.facts", "ddplint.project.summary", "ddplint.project.imports",
     )),
     # Vocabularies: which APIs are rank sources, collectives, writers, ...
