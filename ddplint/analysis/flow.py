@@ -72,6 +72,8 @@ class ValueFlow:
         self._methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = {}
         self._bases: dict[cst.ClassDef, list[cst.ClassDef]] = {}
         self._returned: dict[cst.FunctionDef, list | None] = {}
+        #: method -> attribute -> the values its body assigns to ``self.<attribute>`` (one walk per method)
+        self._assigned: dict[cst.FunctionDef, dict[str, list[cst.BaseExpression]]] = {}
         self._call_functions: dict[int, cst.FunctionDef | None] | None = None
         self._index(module)
         #: names of the methods of the module's classes (`x.append()` is none of them)
@@ -427,7 +429,9 @@ class ValueFlow:
                 positional = positional_parameters(method)
                 if not positional or _is_static(method):
                     continue
-                for value in _self_assigned(method, positional[0], attr):
+                if method not in self._assigned:
+                    self._assigned[method] = _self_assignments(method, positional[0])
+                for value in self._assigned[method].get(attr, ()):
                     assigned = True
                     self._follow(value, method, found, seen, depth)
         if not assigned:
@@ -455,8 +459,9 @@ def _is_static(function: cst.FunctionDef) -> bool:
     return any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in function.decorators)
 
 
-def _self_assigned(method: cst.FunctionDef, receiver: str, attr: str) -> Iterator[cst.BaseExpression]:
-    """The values of ``<receiver>.<attr> = value`` in a method body."""
+def _self_assignments(method: cst.FunctionDef, receiver: str) -> dict[str, list[cst.BaseExpression]]:
+    """The values of every ``<receiver>.<attr> = value`` in a method body, by attribute."""
+    found: dict[str, list[cst.BaseExpression]] = {}
     for node in descendants(method.body, into_functions=False):
         targets: tuple = ()
         if isinstance(node, cst.Assign):
@@ -464,10 +469,6 @@ def _self_assigned(method: cst.FunctionDef, receiver: str, attr: str) -> Iterato
         elif isinstance(node, cst.AnnAssign) and node.value is not None:
             targets = (node.target,)
         for target in targets:
-            if (
-                isinstance(target, cst.Attribute)
-                and target.attr.value == attr
-                and isinstance(target.value, cst.Name)
-                and target.value.value == receiver
-            ):
-                yield node.value
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == receiver:
+                found.setdefault(target.attr.value, []).append(node.value)
+    return found
