@@ -267,6 +267,9 @@ class ValueFlow:
         complete = True
         if not escaped:
             for call, function in self.calls:
+                func = call.func
+                if func.__class__ is cst.Attribute and func.attr.value != name:
+                    continue  # `obj.other()` runs methods named `other` only
                 if id(call) in self._resolving:  # its targets are not known yet: no answer, and none kept
                     complete = False
                     continue
