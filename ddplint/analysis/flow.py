@@ -88,7 +88,8 @@ class ValueFlow:
         while todo:
             node, function, cls = todo.pop()
             for child in children(node):
-                if isinstance(child, cst.FunctionDef):
+                kind = child.__class__  # LibCST's node classes are final: `is` instead of its slow ABC isinstance
+                if kind is cst.FunctionDef:
                     if cls is not None:
                         self.owner[child] = cls
                     self.outer[child] = function
@@ -97,16 +98,16 @@ class ValueFlow:
                         self.param_owner[param] = child
                     todo.append((child, child, None))
                     continue
-                if isinstance(child, cst.ClassDef):
+                if kind is cst.ClassDef:
                     self.classes.append(child)
                     todo.append((child.body, function, child))
                     todo.extend((base, function, None) for base in child.bases)
                     continue
-                if isinstance(child, cst.Call):
+                if kind is cst.Call:
                     self.calls.append((child, function))
                     if isinstance(child.func, cst.Name) and child.func.value in _INTROSPECTION:
                         harmless.update(id(a) for a in child.args)
-                elif type(child).__name__ in _ESCAPES and id(child) not in harmless:
+                elif kind.__name__ in _ESCAPES and id(child) not in harmless:
                     value = getattr(child, "value", None)
                     if isinstance(value, cst.Name):
                         self.escaped.add(value.value)
@@ -136,18 +137,21 @@ class ValueFlow:
         values: dict[str, list] = {}
         opaque: set[str] = set()
         for node in descendants(function.body, into_functions=False):
-            if isinstance(node, cst.Assign):
+            kind = node.__class__  # LibCST's node classes are final: `is` instead of its slow ABC isinstance
+            if kind is cst.Assign:
                 for target in node.targets:
                     _collect_target(target.target, node.value, values, opaque)
-            elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)) and node.value is not None:
-                _collect_target(node.target, node.value, values, opaque)
-            elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            elif kind is cst.AnnAssign or kind is cst.NamedExpr:
+                if node.value is not None:
+                    _collect_target(node.target, node.value, values, opaque)
+            elif kind is cst.FunctionDef or kind is cst.ClassDef:
                 values.setdefault(node.name.value, []).append(node)
-            elif isinstance(node, (cst.For, cst.AugAssign)):
+            elif kind is cst.For or kind is cst.AugAssign:
                 _collect_target(node.target, None, values, opaque)
-            elif isinstance(node, cst.WithItem) and node.asname is not None:
-                _collect_target(node.asname.name, None, values, opaque)
-            elif isinstance(node, (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)):
+            elif kind is cst.WithItem:
+                if node.asname is not None:
+                    _collect_target(node.asname.name, None, values, opaque)
+            elif kind is cst.Import or kind is cst.ImportFrom or kind is cst.Global or kind is cst.Nonlocal:
                 opaque.update(n.value for n in descendants(node) if isinstance(n, cst.Name))
         self._locals[function] = (values, opaque)
         return values, opaque
