@@ -575,3 +575,23 @@ PERIODIC_CHECKPOINTERS = frozenset({"fvcore.common.checkpoint.PeriodicCheckpoint
 #: The checkpointers' writing methods: (periodic wrapper?) -> names.
 CHECKPOINTER_SAVES = frozenset({"save"})
 PERIODIC_SAVES = frozenset({"save", "step"})
+
+# ---------------------------------------------------------------- Python containers of objects (DDP005)
+
+#: Calls that build a (large) Python list or dict of objects.
+PYTHON_CONTAINER_CALLS = frozenset(
+    {
+        "json.load", "json.loads", "pickle.load", "pickle.loads", "yaml.safe_load", "yaml.load",
+        "yaml.full_load", "yaml.unsafe_load", "glob.glob", "os.listdir",
+    }
+)  # fmt: skip
+#: Calls whose result iterates as Python rows (lines, CSV rows): `list(open(path))`.
+ROW_READERS = frozenset({"builtins.open", "csv.reader", "csv.DictReader"})
+#: Methods whose result is a Python list or dict.
+PYTHON_CONTAINER_METHODS = frozenset({"readlines", "tolist", "to_dict", "to_list", "splitlines"})
+#: Wrappers that keep a Python container a Python container.
+CONTAINER_PASS_THROUGH = frozenset({"builtins.sorted", "builtins.list", "builtins.tuple", "builtins.dict", "builtins.set"})
+#: Iterators whose items are Python tuples (`list(zip(paths, labels))`).
+TUPLE_ITERATORS = frozenset({"builtins.zip", "builtins.enumerate", "builtins.map"})
+#: DataFrame methods that return a DataFrame again (`df.reset_index()`).
+FRAME_PRESERVING_METHODS = frozenset({"reset_index", "dropna", "sample", "copy", "query"})
