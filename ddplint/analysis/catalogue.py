@@ -595,3 +595,15 @@ CONTAINER_PASS_THROUGH = frozenset({"builtins.sorted", "builtins.list", "builtin
 TUPLE_ITERATORS = frozenset({"builtins.zip", "builtins.enumerate", "builtins.map"})
 #: DataFrame methods that return a DataFrame again (`df.reset_index()`).
 FRAME_PRESERVING_METHODS = frozenset({"reset_index", "dropna", "sample", "copy", "query"})
+
+# ---------------------------------------------------------------- CPU cores (DDP009)
+
+#: Calls that return every core of the node.
+CPU_COUNTS = frozenset(
+    {
+        "os.cpu_count", "multiprocessing.cpu_count", "torch.multiprocessing.cpu_count", "psutil.cpu_count",
+        "multiprocessing.context.BaseContext.cpu_count",
+    }
+)  # fmt: skip
+#: Calls whose `len(...)` is the cores this process may run on (`len(os.sched_getaffinity(0))`).
+CPU_SETS = frozenset({"os.sched_getaffinity"})
