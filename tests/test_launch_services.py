@@ -10,6 +10,7 @@ import libcst as cst
 import pytest
 
 from ddplint.analysis.calls import argparse_flags, keyword_value
+from ddplint.analysis.metrics import ShardedEval
 from ddplint.analysis.rank_kinds import environment_reads
 from ddplint.analysis.rewrite import with_env_default, with_string_after
 from ddplint.testing import model_of
@@ -84,3 +85,19 @@ def test_flag_alias_and_environment_default(before: str, after: str) -> None:
     default = keyword_value(call, "default")
     fixed = with_env_default(fixed, "LOCAL_RANK", default, "-1")
     assert cst.Module([]).code_for_node(fixed) == textwrap.dedent(after)
+
+
+@pytest.mark.parametrize(
+    ("sampler", "words"),
+    [
+        (None, "`accelerator.prepare` sharded pads its last batch"),
+        ("DistributedSampler(ds, shuffle=False)", "pads the dataset to a multiple of the world size"),
+        ("DistributedSampler(ds, drop_last=False)", "pads the dataset to a multiple of the world size"),
+        ("DistributedSampler(ds, drop_last=True)", "has `drop_last=True` and leaves out the samples"),
+    ],
+)
+def test_how_sharded_evaluations_are_evened(sampler: str | None, words: str) -> None:
+    loop = cst.parse_statement("for batch in loader:\n    pass\n")
+    assert isinstance(loop, cst.For)
+    evaluation = ShardedEval(loop, None if sampler is None else _call(sampler))
+    assert words in evaluation.evened

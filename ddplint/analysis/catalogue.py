@@ -607,3 +607,8 @@ CPU_COUNTS = frozenset(
 )  # fmt: skip
 #: Calls whose `len(...)` is the cores this process may run on (`len(os.sched_getaffinity(0))`).
 CPU_SETS = frozenset({"os.sched_getaffinity"})
+
+# ---------------------------------------------------------------- gathered evaluations (DDP028)
+
+#: The collectives that bring the shards' predictions or counts together, by their own name.
+EVAL_GATHERS = frozenset({"gather", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "reduce"})
