@@ -612,3 +612,11 @@ CPU_SETS = frozenset({"os.sched_getaffinity"})
 
 #: The collectives that bring the shards' predictions or counts together, by their own name.
 EVAL_GATHERS = frozenset({"gather", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "reduce"})
+
+# ---------------------------------------------------------------- who shards a loader (DDP030)
+
+#: Words of a loader's or dataset's names that mark it for evaluation (a regular expression).
+EVALUATION_NAMES = r"(?i)val|eval|test"
+#: Code that hands a module's loaders to a framework that splits them across
+#: processes (a regular expression): accelerate's `prepare`, the Hugging Face Trainers.
+LOADER_SHARDING_FRAMEWORKS = r"accelerat\w*\.prepare\(|\bprepare_data_loader\(|\b(?:Seq2Seq|SFT)?Trainer\("
