@@ -10,9 +10,11 @@ import libcst as cst
 import pytest
 
 from ddplint.analysis.calls import argparse_flags, keyword_value
+from ddplint.analysis.collectives import FullGather
 from ddplint.analysis.metrics import ShardedEval
 from ddplint.analysis.rank_kinds import environment_reads
 from ddplint.analysis.rewrite import with_env_default, with_string_after
+from ddplint.model import Applicability
 from ddplint.testing import model_of
 
 
@@ -101,3 +103,23 @@ def test_how_sharded_evaluations_are_evened(sampler: str | None, words: str) -> 
     assert isinstance(loop, cst.For)
     evaluation = ShardedEval(loop, None if sampler is None else _call(sampler))
     assert words in evaluation.evened
+
+
+@pytest.mark.parametrize(
+    ("config", "missing", "applicability", "after"),
+    [
+        (
+            "FullStateDictConfig(offload_to_cpu=True)", ("rank0_only",), Applicability.UNSAFE,
+            "FullStateDictConfig(offload_to_cpu=True, rank0_only=True)",
+        ),
+        ("StateDictOptions(full_state_dict=True)", ("cpu_offload",), Applicability.SAFE,
+         "StateDictOptions(full_state_dict=True, cpu_offload=True)"),
+    ],
+)  # fmt: skip
+def test_full_gather_fix_adds_the_missing_keywords(config, missing, applicability, after) -> None:
+    call = _call(config)
+    fix = FullGather(call, call, missing).fix
+    assert fix is not None and fix.applicability is applicability
+    [(node, replacement)] = fix.changes
+    assert node is call and cst.Module([]).code_for_node(replacement) == after
+    assert FullGather(call, None, missing).fix is None  # no config call to add them to
