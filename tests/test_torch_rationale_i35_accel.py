@@ -6,7 +6,7 @@ breaks a parser that knows only `--local_rank`."""
 from __future__ import annotations
 
 import os
-import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -66,24 +66,33 @@ import os
 parser = argparse.ArgumentParser()
 {argument}
 args = parser.parse_args()
-print("local_rank", args.local_rank, flush=True)
+with open(os.path.join(os.environ["RANKS_DIR"], str(os.getpid())), "w") as out:
+    out.write(str(args.local_rank))
 """
 _ARGV_ONLY = 'parser.add_argument("--local_rank", type=int, default=-1)'
 _FIXED = 'parser.add_argument("--local_rank", "--local-rank", type=int, default=int(os.environ.get("LOCAL_RANK", -1)))'
 
 
 def _launch(tmp_path: Path, argument: str, launcher: list[str]) -> subprocess.CompletedProcess:
+    """Run the script under `launcher` with two processes; each writes the local
+    rank it parsed to a file of its own (the launcher's relay of its workers'
+    stdout can lose a line on a busy machine, a file cannot)."""
     script = tmp_path / "train.py"
     script.write_text(_SCRIPT.format(argument=argument))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1"}
+    ranks = tmp_path / "ranks"
+    shutil.rmtree(ranks, ignore_errors=True)
+    ranks.mkdir()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1", "RANKS_DIR": str(ranks)}
     return subprocess.run(
         [sys.executable, "-m", *launcher, "--nproc_per_node=2", "--master_port=0", str(script)],
         capture_output=True, text=True, timeout=LAUNCH_TIMEOUT_S, env=env, cwd=tmp_path,
     )  # fmt: skip
 
 
-def _ranks(done: subprocess.CompletedProcess) -> list[int]:
-    return sorted(int(rank) for rank in re.findall(r"local_rank (-?\d+)", done.stdout))
+def _ranks(done: subprocess.CompletedProcess, tmp_path: Path) -> list[int]:
+    """The local ranks the launched processes parsed (after a launch that ended well)."""
+    assert done.returncode == 0, done.stderr[-2000:]
+    return sorted(int(path.read_text()) for path in (tmp_path / "ranks").iterdir())
 
 
 @pytest.mark.slow
@@ -93,9 +102,9 @@ def test_ddp029_launchers_break_a_parser_that_knows_only_local_rank(tmp_path: Pa
     crashed = _launch(tmp_path, _ARGV_ONLY, launch)
     assert crashed.returncode != 0
     assert "unrecognized arguments: --local-rank=" in crashed.stderr
-    assert _ranks(_launch(tmp_path, _ARGV_ONLY, torchrun)) == [-1, -1]  # every rank keeps the default
-    assert _ranks(_launch(tmp_path, _FIXED, launch)) == [0, 1]
-    assert _ranks(_launch(tmp_path, _FIXED, torchrun)) == [0, 1]
+    assert _ranks(_launch(tmp_path, _ARGV_ONLY, torchrun), tmp_path) == [-1, -1]  # every rank keeps the default
+    assert _ranks(_launch(tmp_path, _FIXED, launch), tmp_path) == [0, 1]
+    assert _ranks(_launch(tmp_path, _FIXED, torchrun), tmp_path) == [0, 1]
     flagged = lint(f"import torch.distributed as dist\n{_SCRIPT.format(argument=_ARGV_ONLY)}dist.init_process_group('gloo')\n", select=["DDP029"])
     fixed = lint(f"import torch.distributed as dist\n{_SCRIPT.format(argument=_FIXED)}dist.init_process_group('gloo')\n", select=["DDP029"])
     assert [f.rule for f in flagged] == ["DDP029"] and fixed == []
