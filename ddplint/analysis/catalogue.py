@@ -575,3 +575,76 @@ PERIODIC_CHECKPOINTERS = frozenset({"fvcore.common.checkpoint.PeriodicCheckpoint
 #: The checkpointers' writing methods: (periodic wrapper?) -> names.
 CHECKPOINTER_SAVES = frozenset({"save"})
 PERIODIC_SAVES = frozenset({"save", "step"})
+# ------------------------------------------------------------ printers, loggers, trackers and silencers
+#: Writers and runs that each rank that calls them creates once more: a
+#: duplicated run or event file even when called once.
+OUTPUT_WRITERS = frozenset(
+    {
+        "wandb.init", "mlflow.start_run", "torch.utils.tensorboard.SummaryWriter",
+        "torch.utils.tensorboard.writer.SummaryWriter", "tensorboardX.SummaryWriter", "logging.FileHandler",
+    }
+)  # fmt: skip
+#: Output that repeats when it runs in the training loop (or what it calls);
+#: and the prefixes of the experiment trackers' logging functions.
+REPEATED_OUTPUT = frozenset({"builtins.print", "wandb.log"})
+TRACKER_LOG_PREFIXES = ("mlflow.log_",)
+#: Per-process values: output that prints them is per rank on purpose.
+PER_PROCESS_VALUES = frozenset({"os.getpid", "torch.cuda.current_device", "socket.gethostname", "platform.node"})
+#: Words a module must contain to mention one of `PER_PROCESS_VALUES` (a cheap filter).
+PER_PROCESS_WORDS = ("getpid", "current_device", "gethostname", "node(")
+PROGRESS_BARS = frozenset(
+    {
+        "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "tqdm.rich.tqdm",
+        "tqdm.trange", "tqdm.auto.trange", "tqdm.notebook.trange",
+    }
+)  # fmt: skip
+#: The keyword of a progress bar that switches it off.
+PROGRESS_DISABLE = "disable"
+#: Methods of a `logging`/loguru logger that emit a record; those that report a problem.
+LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+ERROR_LOG_METHODS = frozenset({"error", "exception", "critical"})
+WARNING_LOG_METHODS = frozenset({"warning", "warn"})
+#: Logger factories: `logging`'s (by last name), and those whose loggers log on the main process only.
+LOGGER_FACTORIES = frozenset({"getLogger", "get_logger"})
+RANK_AWARE_LOGGER_FACTORIES = frozenset({"accelerate.logging.get_logger"})
+#: Helpers that replace `builtins.print` with a rank-0-only version (DETR,
+#: DeiT, MAE, torchvision's references: `utils.init_distributed_mode(args)`).
+PRINT_SILENCERS = frozenset({"init_distributed_mode", "setup_for_distributed"})
+#: Names of functions that set up logging (a regular expression); given the rank, they set it up per rank.
+LOGGER_SETUP = r"^(?:setup|set_up|create|init|build|get|make)_?(?:logging|logger)s?$"
+#: A keyword that names the ranks a logger call emits on (ColossalAI's `logger.info(msg, ranks=[0])`).
+RANKS_KEYWORDS = frozenset({"ranks", "rank", "main_process_only"})
+#: Words of the output calls, for the prefilter (logger receivers are named freely: `logger`, `LOGGER`).
+OUTPUT_WORDS = ("print", "wandb", "SummaryWriter", "mlflow", "tqdm", "trange", "logger", "logging", "log",
+                "loguru", "LOGGER", "FileHandler")  # fmt: skip
+# ------------------------------------------------------------ writes and downloads
+#: Functions that write a file, by qualified name; methods that write one on any receiver.
+FILE_WRITE_FUNCTIONS = frozenset(
+    {
+        "torch.save", "torch.jit.save", "numpy.save", "numpy.savez", "numpy.savez_compressed",
+        "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "shutil.move",
+        "safetensors.torch.save_file", "safetensors.numpy.save_file",
+    }
+)  # fmt: skip
+FILE_WRITE_METHODS = frozenset({"save_pretrained", "write_text", "write_bytes"})
+#: Functions that open a file; the mode letters that make it a write.
+OPEN_FUNCTIONS = frozenset({"builtins.open", "io.open", "codecs.open"})
+WRITE_MODES = frozenset("wax+")
+#: Dataset packages whose constructors download with `download=True`.
+DATASET_PACKAGES = ("torchvision.datasets.", "torchaudio.datasets.", "torchtext.datasets.")
+#: Calls that fetch a file into a local path.
+DOWNLOADS = frozenset(
+    {
+        "urllib.request.urlretrieve", "wget.download", "gdown.download", "gdown.download_folder",
+        "torch.hub.download_url_to_file", "torchvision.datasets.utils.download_url",
+        "torchvision.datasets.utils.download_and_extract_archive", "torchvision.datasets.utils.download_file_from_google_drive",
+    }
+)  # fmt: skip
+#: Helpers that download by name, whichever module defines them (BLIP's `download_url`).
+DOWNLOAD_NAMES = frozenset({"download_url", "download_and_extract_archive", "urlretrieve", "download_file"})
+#: Calls that run a command line, and the tools that download to a file.
+SHELL_CALLS = frozenset(
+    {"subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output", "subprocess.Popen",
+     "os.system"}
+)  # fmt: skip
+DOWNLOAD_TOOLS = ("wget", "gdown")

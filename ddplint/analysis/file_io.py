@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING
 
 from ddplint.analysis.calls import bind_to_function
 from ddplint.analysis.catalogue import (
-    CHECKPOINTER_SAVES, CHECKPOINTERS, FILE_LOCKS, IN_MEMORY_STREAMS, NULL_DEVICES, PATH_BUILDER_METHODS, PATH_BUILDERS, PERIODIC_CHECKPOINTERS,
-    PERIODIC_SAVES, TEMPORARY_PATHS,
+    CHECKPOINTER_SAVES, CHECKPOINTERS, FILE_LOCKS, FILE_WRITE_FUNCTIONS, FILE_WRITE_METHODS, IN_MEMORY_STREAMS, NULL_DEVICES,
+    OPEN_FUNCTIONS, PATH_BUILDER_METHODS, PATH_BUILDERS, PERIODIC_CHECKPOINTERS, PERIODIC_SAVES, TEMPORARY_PATHS, WRITE_MODES,
 )
 from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
+    from ddplint.analysis.semantic import SemanticModel
     from ddplint.analysis.view import ModelView
 
 #: Writes by call -> index of the path argument.
@@ -43,6 +44,43 @@ DESTINATIONS = {
 }  # fmt: skip
 DESTINATION_METHODS = {"save_pretrained": (0, "save_directory"), "write_text": (-2, ""), "write_bytes": (-2, "")}
 _MAX_DEPTH = 10
+#: Words one of which a module must contain to write a file (`file_write`), for the prefilter.
+FILE_WRITE_TOKENS = tuple(sorted({
+    n.rsplit(".", 1)[-1]
+    for n in (*FILE_WRITE_FUNCTIONS, *FILE_WRITE_METHODS, *OPEN_FUNCTIONS, *PERIODIC_CHECKPOINTERS, *CHECKPOINTER_SAVES)
+}))  # fmt: skip
+
+
+def file_write(node: cst.Call, ctx: ModelView) -> str | None:
+    """The file write `node` makes, as a finding shows it (`` `torch.save()` ``,
+    `` `open(..., "w")` ``), else None: a writing function or method of the
+    catalogue, `open` with a literal writing mode, or a checkpointer's save
+    that writes on every process (`checkpointer_writes`)."""
+    names = ctx.qualified_names(node.func)
+    code = ctx.module.code_for_node
+    if names & FILE_WRITE_FUNCTIONS:
+        return f"`{code(node.func)}()`"
+    mode = bind_argument(node, 1, "mode") if names & OPEN_FUNCTIONS else None
+    if isinstance(mode, cst.SimpleString) and WRITE_MODES & set(mode.evaluated_value):
+        return f"`{code(node.func)}(..., {code(mode)})`"
+    method = last_name(node.func) if isinstance(node.func, cst.Attribute) else None
+    if method in FILE_WRITE_METHODS or checkpointer_writes(node, ctx):
+        return f"`{code(node.func)}()`"
+    return None
+
+
+def own_file(node: cst.Call, ctx: SemanticModel) -> bool:
+    """Whether the file a write call writes is this process's own (after the
+    walk, with the rank analysis): its arguments or receiver depend on the
+    rank (``f"ckpt_rank{rank}.pt"``, ``Path(out, f"{rank}.json").write_text(...)``),
+    or its destination is an in-memory stream or a per-process temporary path."""
+    values = [a.value for a in node.args]
+    if isinstance(node.func, cst.Attribute):
+        values.append(node.func.value)
+    if ctx.rank.is_rank_dependent(ctx.rank.deps_of_all(values)):
+        return True
+    target = destination(node, ctx.qualified_names(node.func))
+    return target is not None and (in_memory(target, ctx) or per_process_path(target, ctx))
 
 
 def opens(node: cst.Call, names: frozenset, writing: bool) -> bool:

@@ -62,15 +62,24 @@ def sets_print(node: cst.Call, ctx: SemanticModel) -> bool:
 
 
 class RankZeroTests:
-    """`if` tests that select rank 0, in source order, with their function."""
+    """`if` tests that select rank 0, in source order, with their function: a
+    walker analysis (``requires = {"rank", "rank_zero"}``, `ctx.rank_zero`)."""
 
     def __init__(self, ctx: SemanticModel) -> None:
         self.ctx = ctx
         #: (function, test, usable anywhere, rank dependence its subject needs).
         self.tests: list[tuple[cst.FunctionDef | None, cst.BaseExpression, bool, object]] = []
+        #: How many tests were known at each simple statement (a fix reuses only those).
+        self.marks: dict[cst.SimpleStatementLine, int] = {}
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.marks[node] = len(self.tests)
+
+    def visit_If(self, node: cst.If) -> None:
+        self.note(node)
 
     def note(self, node: cst.If) -> None:
-        """Record `node`'s test if it may select rank 0 (call from `visit_If`);
+        """Record `node`'s test if it may select rank 0;
         whether its subject is a rank is known after the walk."""
         test = node.test
         subject = _rank_zero_subject(test)
@@ -79,17 +88,16 @@ class RankZeroTests:
             deps = self.ctx.rank.deps(subject) if subject is not test else None
             self.tests.append((self.ctx.enclosing_function(), test, anywhere, deps))
 
-    def mark(self) -> int:
-        """How many tests are known now: a site may reuse only those before it."""
-        return len(self.tests)
-
-    def wrap_fix(self, site: Site, before: int, title: str) -> ProposedFix:
-        """Put the site's statement under the module's own rank-0 test (unsafe:
-        the other ranks stop doing it), or advice when there is none or the
-        statement binds names (they would be missing on the other ranks)."""
+    def wrap_fix(self, site: Site, title: str) -> ProposedFix:
+        """Put the site's statement under the module's own rank-0 test written
+        before it (unsafe: the other ranks stop doing it), or advice when there
+        is none or the statement binds names (they would be missing on the
+        other ranks). After the walk."""
         statement = site.statement
-        test = self._test_for(site.function, before)
-        if test is None or not _wrappable(statement):
+        if not _wrappable(statement):
+            return ProposedFix.display_only(title)
+        test = self._test_for(site.function, self.marks[statement])  # type: ignore[index]
+        if test is None:
             return ProposedFix.display_only(title)
         code = cst.Module([]).code_for_node(test)
         wrapped = cst.If(
