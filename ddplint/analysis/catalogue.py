@@ -648,3 +648,13 @@ SHELL_CALLS = frozenset(
      "os.system"}
 )  # fmt: skip
 DOWNLOAD_TOOLS = ("wget", "gdown")
+# ------------------------------------------------------------ barriers
+#: Methods and functions, by last name, that wait for every rank.
+BARRIER_NAMES = frozenset({"barrier", "monitored_barrier", "wait_for_everyone"})
+#: The plain barriers among them: a call named so waits for every rank (`dist.barrier()`, `accelerator.wait_for_everyone()`).
+PLAIN_BARRIERS = frozenset({"barrier", "wait_for_everyone"})
+#: Helpers that wait for every rank, by name (detectron2's `comm.synchronize`; not `torch.cuda.synchronize`).
+BARRIER_HELPERS = frozenset({"synchronize", "sync", "barrier_all", "wait_all"})
+NOT_BARRIERS = frozenset({"torch.cuda.synchronize"})
+#: Set-up calls that synchronise every rank (they broadcast or all-gather inside).
+SYNCING_SETUP = frozenset({"prepare", "initialize", "init_process_group"})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ddplint.analysis.barriers import Barriers
 from ddplint.analysis.data import DataAnalysis
 from ddplint.analysis.decisions import PerRankValues
 from ddplint.analysis.distributed import DistributedContext, launched_per_rank, runs_per_rank
@@ -31,7 +32,7 @@ from ddplint.project.facts import NO_FACTS, FileFacts
 #: In the order they run: each after those it asks during the walk.
 OPTIONAL_ANALYSES = {
     "data": DataAnalysis, "loops": TrainingLoops, "rank": RankAnalysis, "rank_kinds": RankKinds,
-    "rank_zero": RankZeroTests, "outputs": Outputs,
+    "rank_zero": RankZeroTests, "outputs": Outputs, "barriers": Barriers,
 }  # fmt: skip
 
 
@@ -97,6 +98,11 @@ class SemanticModel:
     def rank_zero(self) -> RankZeroTests:
         """The rank-0 tests the module writes, for fixes that reuse one (only for rules with ``requires = {"rank_zero"}``)."""
         return self._optional["rank_zero"]  # type: ignore[return-value]
+
+    @property
+    def barriers(self) -> Barriers:
+        """Where every rank waits, in walk order (only for rules with ``requires = {"barriers"}``)."""
+        return self._optional["barriers"]  # type: ignore[return-value]
 
     @property
     def outputs(self) -> Outputs:
