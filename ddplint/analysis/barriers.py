@@ -27,10 +27,10 @@ from ddplint.lazy import cst
 
 if TYPE_CHECKING:
     from ddplint.analysis.guards import Site
-    from ddplint.analysis.semantic import SemanticModel
+    from ddplint.analysis.view import ModelView
 
 
-def synchronises(node: cst.Call, ctx: SemanticModel) -> bool:
+def synchronises(node: cst.Call, ctx: ModelView) -> bool:
     """Whether every rank that reaches `node` waits there for the others (not
     `torch.cuda.synchronize()`, which waits for the GPU only)."""
     name = last_name(node.func)
@@ -62,7 +62,7 @@ class _Wait:
 class Barriers:
     """The module's waits for every rank, and its calls of its own functions, in walk order."""
 
-    def __init__(self, ctx: SemanticModel) -> None:
+    def __init__(self, ctx: ModelView) -> None:
         self.ctx = ctx
         self._calls: list[_Wait] = []
         #: Each call visited -> how many entries preceded it.

@@ -20,7 +20,6 @@ from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
-    from ddplint.analysis.semantic import SemanticModel
     from ddplint.analysis.view import ModelView
 
 #: Writes by call -> index of the path argument.
@@ -70,7 +69,7 @@ def file_write(node: cst.Call, ctx: ModelView) -> str | None:
     return None
 
 
-def own_file(node: cst.Call, ctx: SemanticModel) -> bool:
+def own_file(node: cst.Call, ctx: ModelView) -> bool:
     """Whether the file a write call writes is this process's own (after the
     walk, with the rank analysis): its arguments or receiver depend on the
     rank (``f"ckpt_rank{rank}.pt"``, ``Path(out, f"{rank}.json").write_text(...)``),

@@ -30,7 +30,7 @@ from ddplint.analysis.rank_zero import replaces_print, sets_print
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
-    from ddplint.analysis.semantic import SemanticModel
+    from ddplint.analysis.view import ModelView
 
 #: What an output call does.
 WRITER, PROGRESS, PRINT, TRACKER, LOGGER = "writer", "progress", "print", "tracker", "logger"
@@ -59,7 +59,7 @@ class Output:
 class Outputs:
     """The module's output calls and what quiets them on the other ranks."""
 
-    def __init__(self, ctx: SemanticModel) -> None:
+    def __init__(self, ctx: ModelView) -> None:
         self.ctx = ctx
         #: Whether `print` is replaced for the process (by the module or a helper it calls).
         self.print_silenced = False
@@ -214,7 +214,7 @@ def _tracker_log(names: frozenset) -> bool:
     return any(n and n.startswith(TRACKER_LOG_PREFIXES) for n in names)
 
 
-def _guard_deps(ctx: SemanticModel) -> frozenset:
+def _guard_deps(ctx: ModelView) -> frozenset:
     """The rank dependence of the guards around the node (a handler added on rank 0 only)."""
     deps: set = set()
     for guard in ctx.rank.guards()[0]:

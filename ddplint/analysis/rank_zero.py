@@ -20,7 +20,7 @@ from ddplint.model import Applicability
 
 if TYPE_CHECKING:
     from ddplint.analysis.rank import Site
-    from ddplint.analysis.semantic import SemanticModel
+    from ddplint.analysis.view import ModelView
 
 #: Predicates that are true on the global rank 0 only (a local main process repeats per node).
 MAIN_PREDICATES = frozenset(
@@ -29,7 +29,7 @@ MAIN_PREDICATES = frozenset(
 )  # fmt: skip
 
 
-def replaces_print(target: cst.BaseExpression, ctx: SemanticModel) -> bool:
+def replaces_print(target: cst.BaseExpression, ctx: ModelView) -> bool:
     """Whether assigning to `target` replaces `print` for the whole process:
     ``builtins.print``, ``__builtins__.print``, ``builtins.__dict__["print"]``,
     ``__builtins__["print"]`` (a helper that makes `print` rank-0-only)."""
@@ -48,7 +48,7 @@ def replaces_print(target: cst.BaseExpression, ctx: SemanticModel) -> bool:
     return dotted_name(holder) == "__builtins__" or bool(ctx.qualified_names(holder) & BUILTINS_MODULES)
 
 
-def sets_print(node: cst.Call, ctx: SemanticModel) -> bool:
+def sets_print(node: cst.Call, ctx: ModelView) -> bool:
     """``setattr(builtins, "print", rank0_print)``."""
     args = node.args
     if len(args) != 3 or ctx.qualified_names(node.func) != {"builtins.setattr"}:
@@ -65,7 +65,7 @@ class RankZeroTests:
     """`if` tests that select rank 0, in source order, with their function: a
     walker analysis (``requires = {"rank", "rank_zero"}``, `ctx.rank_zero`)."""
 
-    def __init__(self, ctx: SemanticModel) -> None:
+    def __init__(self, ctx: ModelView) -> None:
         self.ctx = ctx
         #: (function, test, usable anywhere, rank dependence its subject needs).
         self.tests: list[tuple[cst.FunctionDef | None, cst.BaseExpression, bool, object]] = []
