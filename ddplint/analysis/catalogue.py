@@ -618,17 +618,35 @@ RANKS_KEYWORDS = frozenset({"ranks", "rank", "main_process_only"})
 OUTPUT_WORDS = ("print", "wandb", "SummaryWriter", "mlflow", "tqdm", "trange", "logger", "logging", "log",
                 "loguru", "LOGGER", "FileHandler")  # fmt: skip
 # ------------------------------------------------------------ writes and downloads
-#: Functions that write a file, by qualified name; methods that write one on any receiver.
-FILE_WRITE_FUNCTIONS = frozenset(
-    {
-        "torch.save", "torch.jit.save", "numpy.save", "numpy.savez", "numpy.savez_compressed",
-        "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "shutil.move",
-        "safetensors.torch.save_file", "safetensors.numpy.save_file",
-    }
-)  # fmt: skip
-FILE_WRITE_METHODS = frozenset({"save_pretrained", "write_text", "write_bytes"})
+#: Calls that write or read a path (`analysis.file_io`), each mapped to the
+#: argument holding the path: a position, `-1` the object read
+#: (`json.load(open(p))`), `-2` the receiver (`Path(p).write_text(...)`).
+#: Writes (or preparations: `os.makedirs`) by call -> index of the path argument.
+WRITES = {
+    "torch.save": 1, "numpy.save": 0, "numpy.savez": 0, "os.makedirs": 0, "os.mkdir": 0,
+    "shutil.copy": 1, "shutil.copyfile": 1, "shutil.copytree": 1, "shutil.move": 1,
+    "urllib.request.urlretrieve": 1,
+}  # fmt: skip
+WRITE_METHODS = {"save_pretrained": 0, "save_to_disk": 0, "to_csv": 0, "to_json": 0, "to_parquet": 0,
+                 "extractall": 0, "write_text": -2, "write_bytes": -2}  # fmt: skip
+READS = {"torch.load": 0, "numpy.load": 0, "os.listdir": 0, "glob.glob": 0, "datasets.load_from_disk": 0,
+         "datasets.load_dataset": 0, "pandas.read_csv": 0, "json.load": -1}  # fmt: skip
+READ_METHODS = {"from_pretrained": 0, "load_from_disk": 0, "read_text": -2, "read_bytes": -2}
+#: Where a write puts its bytes: call -> (position, keyword) of the file or
+#: stream argument; methods -> the same, `-2` the receiver.
+DESTINATIONS = {
+    "torch.save": (1, "f"), "torch.jit.save": (1, "f"), "numpy.save": (0, "file"), "numpy.savez": (0, "file"),
+    "numpy.savez_compressed": (0, "file"), "builtins.open": (0, "file"), "io.open": (0, "file"),
+    "codecs.open": (0, "filename"), "safetensors.torch.save_file": (1, "filename"),
+    "safetensors.numpy.save_file": (1, "filename"), "shutil.copy": (1, "dst"), "shutil.copy2": (1, "dst"),
+    "shutil.copyfile": (1, "dst"), "shutil.copytree": (1, "dst"), "shutil.move": (1, "dst"),
+}  # fmt: skip
+DESTINATION_METHODS = {"save_pretrained": (0, "save_directory"), "write_text": (-2, ""), "write_bytes": (-2, "")}
 #: Functions that open a file; the mode letters that make it a write.
 OPEN_FUNCTIONS = frozenset({"builtins.open", "io.open", "codecs.open"})
+#: Functions that write a file, by qualified name; methods that write one on any receiver.
+FILE_WRITE_FUNCTIONS = frozenset(DESTINATIONS) - OPEN_FUNCTIONS
+FILE_WRITE_METHODS = frozenset(DESTINATION_METHODS)
 WRITE_MODES = frozenset("wax+")
 #: Dataset packages whose constructors download with `download=True`.
 DATASET_PACKAGES = ("torchvision.datasets.", "torchaudio.datasets.", "torchtext.datasets.")

@@ -1,9 +1,11 @@
-"""The catalogue of calls that write or read a path, for the rank-zero write
-races (DDP021) and the whole-project facts that decide them.
+"""What a call writes, reads or downloads, and whose file it is.
 
-Each entry maps a call to the argument holding the path: a position, `-1`
-the object read (`json.load(open(p))`), `-2` the receiver
-(`Path(p).write_text(...)`).
+Asked by the rules on files every rank writes (DDP006), one rank's writes
+that the others read (DDP021) and downloads (DDP022), and by the
+whole-project facts that decide them: the file a call writes (`file_write`,
+`destination`) and whether it is this process's own (`own_file`), the path
+it writes or reads as written (`path_written`, `path_read`), the download it
+starts (`download`). The vocabulary is the catalogue's "writes and downloads".
 """
 
 from __future__ import annotations
@@ -11,38 +13,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ddplint.analysis.calls import bind_to_function
-from ddplint.analysis.classes import base_names
 from ddplint.analysis.catalogue import (
-    CHECKPOINTER_SAVES, CHECKPOINTERS, DATASET_PACKAGES, DOWNLOAD_NAMES, DOWNLOAD_TOOLS, DOWNLOADS, FILE_LOCKS, FILE_WRITE_FUNCTIONS, FILE_WRITE_METHODS, IN_MEMORY_STREAMS, NULL_DEVICES,
-    OPEN_FUNCTIONS, PATH_BUILDER_METHODS, PATH_BUILDERS, PERIODIC_CHECKPOINTERS, PERIODIC_SAVES, SHELL_CALLS, TEMPORARY_PATHS, WRITE_MODES,
-)
+    CHECKPOINTER_SAVES, CHECKPOINTERS, DATASET_PACKAGES, DESTINATION_METHODS, DESTINATIONS, DOWNLOAD_NAMES,
+    DOWNLOAD_TOOLS, DOWNLOADS, FILE_LOCKS, FILE_WRITE_FUNCTIONS, FILE_WRITE_METHODS, IN_MEMORY_STREAMS, NULL_DEVICES,
+    OPEN_FUNCTIONS, PATH_BUILDER_METHODS, PATH_BUILDERS, PERIODIC_CHECKPOINTERS, PERIODIC_SAVES, READ_METHODS, READS,
+    SHELL_CALLS, TEMPORARY_PATHS, WRITE_METHODS, WRITE_MODES, WRITES,
+)  # fmt: skip
+from ddplint.analysis.classes import base_names
 from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
     from ddplint.analysis.view import ModelView
 
-#: Writes by call -> index of the path argument.
-WRITES = {
-    "torch.save": 1, "numpy.save": 0, "numpy.savez": 0, "os.makedirs": 0, "os.mkdir": 0,
-    "shutil.copy": 1, "shutil.copyfile": 1, "shutil.copytree": 1, "shutil.move": 1,
-    "urllib.request.urlretrieve": 1,
-}  # fmt: skip
-WRITE_METHODS = {"save_pretrained": 0, "save_to_disk": 0, "to_csv": 0, "to_json": 0, "to_parquet": 0,
-                 "extractall": 0, "write_text": -2, "write_bytes": -2}  # fmt: skip
-READS = {"torch.load": 0, "numpy.load": 0, "os.listdir": 0, "glob.glob": 0, "datasets.load_from_disk": 0,
-         "datasets.load_dataset": 0, "pandas.read_csv": 0, "json.load": -1}  # fmt: skip
-READ_METHODS = {"from_pretrained": 0, "load_from_disk": 0, "read_text": -2, "read_bytes": -2}
-#: Where a write puts its bytes: call -> (position, keyword) of the file or
-#: stream argument; methods -> the same, `-2` the receiver.
-DESTINATIONS = {
-    "torch.save": (1, "f"), "torch.jit.save": (1, "f"), "numpy.save": (0, "file"), "numpy.savez": (0, "file"),
-    "numpy.savez_compressed": (0, "file"), "builtins.open": (0, "file"), "io.open": (0, "file"),
-    "codecs.open": (0, "filename"), "safetensors.torch.save_file": (1, "filename"),
-    "safetensors.numpy.save_file": (1, "filename"), "shutil.copy": (1, "dst"), "shutil.copy2": (1, "dst"),
-    "shutil.copyfile": (1, "dst"), "shutil.copytree": (1, "dst"), "shutil.move": (1, "dst"),
-}  # fmt: skip
-DESTINATION_METHODS = {"save_pretrained": (0, "save_directory"), "write_text": (-2, ""), "write_bytes": (-2, "")}
 _MAX_DEPTH = 10
 #: Words one of which a module must contain to write a file (`file_write`), for the prefilter.
 FILE_WRITE_TOKENS = tuple(sorted({

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ddplint.analysis.blocks import leaves_after
 from ddplint.analysis.catalogue import (
-    ERROR_LOG_METHODS, LOG_METHODS, LOGGER_FACTORIES, LOGGER_SETUP, OUTPUT_WRITERS, PER_PROCESS_VALUES,
+    ERROR_LOG_METHODS, LOG_METHODS, LOGGING_CONFIGURATION, LOGGER_FACTORIES, LOGGER_SETUP, OUTPUT_WRITERS, PER_PROCESS_VALUES,
     PER_PROCESS_WORDS, PRINT_SILENCERS, PROGRESS_BARS, PROGRESS_DISABLE, RANK_AWARE_LOGGER_FACTORIES,
     RANKS_KEYWORDS, REPEATED_OUTPUT, TRACKER_LOG_PREFIXES, WARNING_LOG_METHODS,
 )  # fmt: skip
@@ -37,7 +37,8 @@ WRITER, PROGRESS, PRINT, TRACKER, LOGGER = "writer", "progress", "print", "track
 #: Output that is only a problem when it repeats (each call emits one record).
 REPEATING = frozenset({PRINT, TRACKER, LOGGER})
 _LOGGER_SETUP = re.compile(LOGGER_SETUP, re.IGNORECASE)
-_LEVEL_SETTERS = ("setLevel", "addFilter", "addHandler")
+#: What sets a logger's level, filter or handler (`logging.basicConfig` configures `logging` itself).
+_LEVEL_SETTERS = LOGGING_CONFIGURATION - {"basicConfig"}
 #: The rank dependence of a logging set-up done per rank by an imported helper.
 _RANK = frozenset({DIRECT})
 
