@@ -62,7 +62,8 @@ class SemanticModel:
         self.stack = stack
         self.scopes = ScopeTracker(module)
         self._distributed = DistributedContext(self.scopes)
-        self._optional = {name: analysis(self) for name, analysis in OPTIONAL_ANALYSES.items() if name in set(requires)}
+        wanted = set(requires)
+        self._optional = {name: analysis(self) for name, analysis in OPTIONAL_ANALYSES.items() if name in wanted}
         self._flow: ValueFlow | None = None
         self._per_rank_values: PerRankValues | None = None
         self._rank_advice: RankAdvice | None = None
