@@ -66,6 +66,7 @@ class Outputs:
         self.print_silenced = False
         #: Loggers (as written; None: `logging` itself) with the rank dependence of their level or filter.
         self.levels: list[tuple[str | None, object]] = []
+        self._quiet: set[str | None] | None = None
         #: Whether the module mentions a per-process value at all (a cheap filter).
         self._per_process_words = any(word in ctx.source for word in PER_PROCESS_WORDS)
 
@@ -163,9 +164,10 @@ class Outputs:
             return self.print_silenced
         if output.kind != LOGGER:
             return False
-        rank = self.ctx.rank
-        quiet = {name for name, deps in self.levels if rank.is_rank_dependent(deps)}  # type: ignore[arg-type]
-        return output.receiver in quiet or (None in quiet and output.logger == "logging")
+        if self._quiet is None:
+            rank = self.ctx.rank
+            self._quiet = {name for name, deps in self.levels if rank.is_rank_dependent(deps)}  # type: ignore[arg-type]
+        return output.receiver in self._quiet or (None in self._quiet and output.logger == "logging")
 
     def _per_process_text(self, node: cst.Call) -> bool:
         """`print(os.getpid(), ...)`: which process speaks is the message."""
