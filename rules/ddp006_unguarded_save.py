@@ -3,40 +3,11 @@
 from __future__ import annotations
 
 from ddplint.analysis.execution import Runs
-from ddplint.analysis.file_io import checkpointer_writes, destination, in_memory, per_process_path, under_file_lock
-from ddplint.analysis.names import last_name
+from ddplint.analysis.file_io import FILE_WRITE_TOKENS, file_write, own_file, under_file_lock
 from ddplint.analysis.rank import Site
-from ddplint.analysis.rank_zero import RankZeroTests
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
-
-#: Functions that write files, by qualified name.
-WRITE_FUNCTIONS = frozenset(
-    {
-        "torch.save", "torch.jit.save", "numpy.save", "numpy.savez", "numpy.savez_compressed",
-        "shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.copytree", "shutil.move",
-        "safetensors.torch.save_file", "safetensors.numpy.save_file",
-    }
-)  # fmt: skip
-#: Methods that write files on any receiver.
-WRITE_METHODS = frozenset({"save_pretrained", "write_text", "write_bytes"})
-OPEN_FUNCTIONS = frozenset({"builtins.open", "io.open", "codecs.open"})
-_WRITE_MODES = frozenset("wax+")
-
-
-def _mode_arg(call: cst.Call) -> cst.BaseExpression | None:
-    """The mode argument of an ``open(...)`` call."""
-    for index, arg in enumerate(call.args):
-        if (arg.keyword is None and index == 1) or (arg.keyword is not None and arg.keyword.value == "mode"):
-            return arg.value
-    return None
-
-
-def _write_mode(call: cst.Call) -> bool:
-    """Whether an ``open(...)`` call's literal mode writes."""
-    mode = _mode_arg(call)
-    return isinstance(mode, cst.SimpleString) and bool(_WRITE_MODES & set(mode.evaluated_value))
 
 
 class UnguardedSave(Rule):
@@ -119,57 +90,23 @@ class UnguardedSave(Rule):
     name = "unguarded-save"
     severity = Severity.WARNING
     summary = "Every rank writes the same file."
-    requires = frozenset({"rank"})
+    requires = frozenset({"rank", "rank_zero"})
     distributed_only = True
-    tokens = ("save", "save_pretrained", "savez", "savez_compressed", "save_file", "open", "write_text",
-              "write_bytes", "copy", "copy2", "copyfile", "copytree", "move", "PeriodicCheckpointer")  # fmt: skip
+    tokens = FILE_WRITE_TOKENS
     tags = ("correctness", "performance")
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self.rank_zero = RankZeroTests(ctx)
-        #: The rank-0 tests known before each write (a fix reuses only those).
-        self.tests_before: dict[cst.Call, int] = {}
-
-    def visit_If(self, node: cst.If) -> None:
-        self.rank_zero.note(node)
-
     def trigger_Call(self, node: cst.Call) -> bool:
-        if self._write(node) is None or under_file_lock(self.ctx):
-            return False  # (inside `with FileLock(path):` the processes write in turn, on purpose)
-        self.tests_before[node] = self.rank_zero.mark()
-        return True
+        # (inside `with FileLock(path):` the processes write in turn, on purpose)
+        return file_write(node, self.ctx) is not None and not under_file_lock(self.ctx)
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
-        rank = self.ctx.rank
-        values = [a.value for a in node.args]
-        if isinstance(node.func, cst.Attribute):
-            values.append(node.func.value)  # `Path(out, f"{rank}.json").write_text(...)`: the receiver is the path
-        if rank.is_rank_dependent(rank.deps_of_all(values)):
-            return
-        target = destination(node, self.ctx.qualified_names(node.func))
-        if target is not None and (in_memory(target, self.ctx) or per_process_path(target, self.ctx)):
-            return  # `torch.save(obj, io.BytesIO())`, a file under this process's `tempfile.mkdtemp()`
-        runs = rank.runs(site)
-        if not runs.many:
-            return
-        who = "every rank, so all of them write" if runs is Runs.ALL else "every rank but one, so they all write"
-        test = self.ctx.rank_advice.test(site).text
+        runs = self.ctx.rank.runs(site)
+        if own_file(node, self.ctx) or not runs.many:
+            return  # a rank-specific path, `io.BytesIO()`, a file under this process's `tempfile.mkdtemp()`
+        who = "all of them" if runs is Runs.ALL else "they all"
         self.report(
             node,
-            f"{self._write(node)} runs on {who} the same file; "
-            f"wrap it in `if {test}:` or make the path rank-specific",
-            fix=self.rank_zero.wrap_fix(site, self.tests_before[node], "Write it on rank 0 only, or make the path rank-specific"),
+            f"{file_write(node, self.ctx)} runs on {runs.value}, so {who} write the same file; "
+            f"wrap it in `if {self.ctx.rank_advice.test(site).text}:` or make the path rank-specific",
+            fix=self.ctx.rank_zero.wrap_fix(site, "Write it on rank 0 only, or make the path rank-specific"),
         )
-
-    def _write(self, node: cst.Call) -> str | None:
-        names = self.ctx.qualified_names(node.func)
-        code = self.ctx.module.code_for_node
-        if names & WRITE_FUNCTIONS:
-            return f"`{code(node.func)}()`"
-        if names & OPEN_FUNCTIONS and _write_mode(node):
-            return f"`{code(node.func)}(..., {code(_mode_arg(node))})`"
-        method = last_name(node.func) if isinstance(node.func, cst.Attribute) else None
-        if method in WRITE_METHODS or checkpointer_writes(node, self.ctx):
-            return f"`{code(node.func)}()`"
-        return None

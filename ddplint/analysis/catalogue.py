@@ -620,3 +620,104 @@ EVALUATION_NAMES = r"(?i)val|eval|test"
 #: Code that hands a module's loaders to a framework that splits them across
 #: processes (a regular expression): accelerate's `prepare`, the Hugging Face Trainers.
 LOADER_SHARDING_FRAMEWORKS = r"accelerat\w*\.prepare\(|\bprepare_data_loader\(|\b(?:Seq2Seq|SFT)?Trainer\("
+# ------------------------------------------------------------ printers, loggers, trackers and silencers
+#: Writers and runs that each rank that calls them creates once more: a
+#: duplicated run or event file even when called once.
+OUTPUT_WRITERS = frozenset(
+    {
+        "wandb.init", "mlflow.start_run", "torch.utils.tensorboard.SummaryWriter",
+        "torch.utils.tensorboard.writer.SummaryWriter", "tensorboardX.SummaryWriter", "logging.FileHandler",
+    }
+)  # fmt: skip
+#: Output that repeats when it runs in the training loop (or what it calls);
+#: and the prefixes of the experiment trackers' logging functions.
+REPEATED_OUTPUT = frozenset({"builtins.print", "wandb.log"})
+TRACKER_LOG_PREFIXES = ("mlflow.log_",)
+#: Per-process values: output that prints them is per rank on purpose.
+PER_PROCESS_VALUES = frozenset({"os.getpid", "torch.cuda.current_device", "socket.gethostname", "platform.node"})
+#: Words a module must contain to mention one of `PER_PROCESS_VALUES` (a cheap filter).
+PER_PROCESS_WORDS = ("getpid", "current_device", "gethostname", "node(")
+PROGRESS_BARS = frozenset(
+    {
+        "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm", "tqdm.rich.tqdm",
+        "tqdm.trange", "tqdm.auto.trange", "tqdm.notebook.trange",
+    }
+)  # fmt: skip
+#: The keyword of a progress bar that switches it off.
+PROGRESS_DISABLE = "disable"
+#: Methods of a `logging`/loguru logger that emit a record; those that report a problem.
+LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+ERROR_LOG_METHODS = frozenset({"error", "exception", "critical"})
+WARNING_LOG_METHODS = frozenset({"warning", "warn"})
+#: Logger factories: `logging`'s (by last name), and those whose loggers log on the main process only.
+LOGGER_FACTORIES = frozenset({"getLogger", "get_logger"})
+RANK_AWARE_LOGGER_FACTORIES = frozenset({"accelerate.logging.get_logger"})
+#: Helpers that replace `builtins.print` with a rank-0-only version (DETR,
+#: DeiT, MAE, torchvision's references: `utils.init_distributed_mode(args)`).
+PRINT_SILENCERS = frozenset({"init_distributed_mode", "setup_for_distributed"})
+#: Names of functions that set up logging (a regular expression); given the rank, they set it up per rank.
+LOGGER_SETUP = r"^(?:setup|set_up|create|init|build|get|make)_?(?:logging|logger)s?$"
+#: A keyword that names the ranks a logger call emits on (ColossalAI's `logger.info(msg, ranks=[0])`).
+RANKS_KEYWORDS = frozenset({"ranks", "rank", "main_process_only"})
+#: Words of the output calls, for the prefilter (logger receivers are named freely: `logger`, `LOGGER`).
+OUTPUT_WORDS = ("print", "wandb", "SummaryWriter", "mlflow", "tqdm", "trange", "logger", "logging", "log",
+                "loguru", "LOGGER", "FileHandler")  # fmt: skip
+# ------------------------------------------------------------ writes and downloads
+#: Calls that write or read a path (`analysis.file_io`), each mapped to the
+#: argument holding the path: a position, `-1` the object read
+#: (`json.load(open(p))`), `-2` the receiver (`Path(p).write_text(...)`).
+#: Writes (or preparations: `os.makedirs`) by call -> index of the path argument.
+WRITES = {
+    "torch.save": 1, "numpy.save": 0, "numpy.savez": 0, "os.makedirs": 0, "os.mkdir": 0,
+    "shutil.copy": 1, "shutil.copyfile": 1, "shutil.copytree": 1, "shutil.move": 1,
+    "urllib.request.urlretrieve": 1,
+}  # fmt: skip
+WRITE_METHODS = {"save_pretrained": 0, "save_to_disk": 0, "to_csv": 0, "to_json": 0, "to_parquet": 0,
+                 "extractall": 0, "write_text": -2, "write_bytes": -2}  # fmt: skip
+READS = {"torch.load": 0, "numpy.load": 0, "os.listdir": 0, "glob.glob": 0, "datasets.load_from_disk": 0,
+         "datasets.load_dataset": 0, "pandas.read_csv": 0, "json.load": -1}  # fmt: skip
+READ_METHODS = {"from_pretrained": 0, "load_from_disk": 0, "read_text": -2, "read_bytes": -2}
+#: Where a write puts its bytes: call -> (position, keyword) of the file or
+#: stream argument; methods -> the same, `-2` the receiver.
+DESTINATIONS = {
+    "torch.save": (1, "f"), "torch.jit.save": (1, "f"), "numpy.save": (0, "file"), "numpy.savez": (0, "file"),
+    "numpy.savez_compressed": (0, "file"), "builtins.open": (0, "file"), "io.open": (0, "file"),
+    "codecs.open": (0, "filename"), "safetensors.torch.save_file": (1, "filename"),
+    "safetensors.numpy.save_file": (1, "filename"), "shutil.copy": (1, "dst"), "shutil.copy2": (1, "dst"),
+    "shutil.copyfile": (1, "dst"), "shutil.copytree": (1, "dst"), "shutil.move": (1, "dst"),
+}  # fmt: skip
+DESTINATION_METHODS = {"save_pretrained": (0, "save_directory"), "write_text": (-2, ""), "write_bytes": (-2, "")}
+#: Functions that open a file; the mode letters that make it a write.
+OPEN_FUNCTIONS = frozenset({"builtins.open", "io.open", "codecs.open"})
+#: Functions that write a file, by qualified name; methods that write one on any receiver.
+FILE_WRITE_FUNCTIONS = frozenset(DESTINATIONS) - OPEN_FUNCTIONS
+FILE_WRITE_METHODS = frozenset(DESTINATION_METHODS)
+WRITE_MODES = frozenset("wax+")
+#: Dataset packages whose constructors download with `download=True`.
+DATASET_PACKAGES = ("torchvision.datasets.", "torchaudio.datasets.", "torchtext.datasets.")
+#: Calls that fetch a file into a local path.
+DOWNLOADS = frozenset(
+    {
+        "urllib.request.urlretrieve", "wget.download", "gdown.download", "gdown.download_folder",
+        "torch.hub.download_url_to_file", "torchvision.datasets.utils.download_url",
+        "torchvision.datasets.utils.download_and_extract_archive", "torchvision.datasets.utils.download_file_from_google_drive",
+    }
+)  # fmt: skip
+#: Helpers that download by name, whichever module defines them (BLIP's `download_url`).
+DOWNLOAD_NAMES = frozenset({"download_url", "download_and_extract_archive", "urlretrieve", "download_file"})
+#: Calls that run a command line, and the tools that download to a file.
+SHELL_CALLS = frozenset(
+    {"subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output", "subprocess.Popen",
+     "os.system"}
+)  # fmt: skip
+DOWNLOAD_TOOLS = ("wget", "gdown")
+# ------------------------------------------------------------ barriers
+#: Methods and functions, by last name, that wait for every rank.
+BARRIER_NAMES = frozenset({"barrier", "monitored_barrier", "wait_for_everyone"})
+#: The plain barriers among them: a call named so waits for every rank (`dist.barrier()`, `accelerator.wait_for_everyone()`).
+PLAIN_BARRIERS = frozenset({"barrier", "wait_for_everyone"})
+#: Helpers that wait for every rank, by name (detectron2's `comm.synchronize`; not `torch.cuda.synchronize`).
+BARRIER_HELPERS = frozenset({"synchronize", "sync", "barrier_all", "wait_all"})
+NOT_BARRIERS = frozenset({"torch.cuda.synchronize"})
+#: Set-up calls that synchronise every rank (they broadcast or all-gather inside).
+SYNCING_SETUP = frozenset({"prepare", "initialize", "init_process_group"})

@@ -1,9 +1,11 @@
-"""The catalogue of calls that write or read a path, for the rank-zero write
-races (DDP021) and the whole-project facts that decide them.
+"""What a call writes, reads or downloads, and whose file it is.
 
-Each entry maps a call to the argument holding the path: a position, `-1`
-the object read (`json.load(open(p))`), `-2` the receiver
-(`Path(p).write_text(...)`).
+Asked by the rules on files every rank writes (DDP006), one rank's writes
+that the others read (DDP021) and downloads (DDP022), and by the
+whole-project facts that decide them: the file a call writes (`file_write`,
+`destination`) and whether it is this process's own (`own_file`), the path
+it writes or reads as written (`path_written`, `path_read`), the download it
+starts (`download`). The vocabulary is the catalogue's "writes and downloads".
 """
 
 from __future__ import annotations
@@ -12,37 +14,56 @@ from typing import TYPE_CHECKING
 
 from ddplint.analysis.calls import bind_to_function
 from ddplint.analysis.catalogue import (
-    CHECKPOINTER_SAVES, CHECKPOINTERS, FILE_LOCKS, IN_MEMORY_STREAMS, NULL_DEVICES, PATH_BUILDER_METHODS, PATH_BUILDERS, PERIODIC_CHECKPOINTERS,
-    PERIODIC_SAVES, TEMPORARY_PATHS,
-)
+    CHECKPOINTER_SAVES, CHECKPOINTERS, DATASET_PACKAGES, DESTINATION_METHODS, DESTINATIONS, DOWNLOAD_NAMES,
+    DOWNLOAD_TOOLS, DOWNLOADS, FILE_LOCKS, FILE_WRITE_FUNCTIONS, FILE_WRITE_METHODS, IN_MEMORY_STREAMS, NULL_DEVICES,
+    OPEN_FUNCTIONS, PATH_BUILDER_METHODS, PATH_BUILDERS, PERIODIC_CHECKPOINTERS, PERIODIC_SAVES, READ_METHODS, READS,
+    SHELL_CALLS, TEMPORARY_PATHS, WRITE_METHODS, WRITE_MODES, WRITES,
+)  # fmt: skip
+from ddplint.analysis.classes import base_names
 from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
     from ddplint.analysis.view import ModelView
 
-#: Writes by call -> index of the path argument.
-WRITES = {
-    "torch.save": 1, "numpy.save": 0, "numpy.savez": 0, "os.makedirs": 0, "os.mkdir": 0,
-    "shutil.copy": 1, "shutil.copyfile": 1, "shutil.copytree": 1, "shutil.move": 1,
-    "urllib.request.urlretrieve": 1,
-}  # fmt: skip
-WRITE_METHODS = {"save_pretrained": 0, "save_to_disk": 0, "to_csv": 0, "to_json": 0, "to_parquet": 0,
-                 "extractall": 0, "write_text": -2, "write_bytes": -2}  # fmt: skip
-READS = {"torch.load": 0, "numpy.load": 0, "os.listdir": 0, "glob.glob": 0, "datasets.load_from_disk": 0,
-         "datasets.load_dataset": 0, "pandas.read_csv": 0, "json.load": -1}  # fmt: skip
-READ_METHODS = {"from_pretrained": 0, "load_from_disk": 0, "read_text": -2, "read_bytes": -2}
-#: Where a write puts its bytes: call -> (position, keyword) of the file or
-#: stream argument; methods -> the same, `-2` the receiver.
-DESTINATIONS = {
-    "torch.save": (1, "f"), "torch.jit.save": (1, "f"), "numpy.save": (0, "file"), "numpy.savez": (0, "file"),
-    "numpy.savez_compressed": (0, "file"), "builtins.open": (0, "file"), "io.open": (0, "file"),
-    "codecs.open": (0, "filename"), "safetensors.torch.save_file": (1, "filename"),
-    "safetensors.numpy.save_file": (1, "filename"), "shutil.copy": (1, "dst"), "shutil.copy2": (1, "dst"),
-    "shutil.copyfile": (1, "dst"), "shutil.copytree": (1, "dst"), "shutil.move": (1, "dst"),
-}  # fmt: skip
-DESTINATION_METHODS = {"save_pretrained": (0, "save_directory"), "write_text": (-2, ""), "write_bytes": (-2, "")}
 _MAX_DEPTH = 10
+#: Words one of which a module must contain to write a file (`file_write`), for the prefilter.
+FILE_WRITE_TOKENS = tuple(sorted({
+    n.rsplit(".", 1)[-1]
+    for n in (*FILE_WRITE_FUNCTIONS, *FILE_WRITE_METHODS, *OPEN_FUNCTIONS, *PERIODIC_CHECKPOINTERS, *CHECKPOINTER_SAVES)
+}))  # fmt: skip
+
+
+def file_write(node: cst.Call, ctx: ModelView) -> str | None:
+    """The file write `node` makes, as a finding shows it (`` `torch.save()` ``,
+    `` `open(..., "w")` ``), else None: a writing function or method of the
+    catalogue, `open` with a literal writing mode, or a checkpointer's save
+    that writes on every process (`checkpointer_writes`)."""
+    names = ctx.qualified_names(node.func)
+    code = ctx.module.code_for_node
+    if names & FILE_WRITE_FUNCTIONS:
+        return f"`{code(node.func)}()`"
+    mode = bind_argument(node, 1, "mode") if names & OPEN_FUNCTIONS else None
+    if isinstance(mode, cst.SimpleString) and WRITE_MODES & set(mode.evaluated_value):
+        return f"`{code(node.func)}(..., {code(mode)})`"
+    method = last_name(node.func) if isinstance(node.func, cst.Attribute) else None
+    if method in FILE_WRITE_METHODS or checkpointer_writes(node, ctx):
+        return f"`{code(node.func)}()`"
+    return None
+
+
+def own_file(node: cst.Call, ctx: ModelView) -> bool:
+    """Whether the file a write call writes is this process's own (after the
+    walk, with the rank analysis): its arguments or receiver depend on the
+    rank (``f"ckpt_rank{rank}.pt"``, ``Path(out, f"{rank}.json").write_text(...)``),
+    or its destination is an in-memory stream or a per-process temporary path."""
+    values = [a.value for a in node.args]
+    if isinstance(node.func, cst.Attribute):
+        values.append(node.func.value)
+    if ctx.rank.is_rank_dependent(ctx.rank.deps_of_all(values)):
+        return True
+    target = destination(node, ctx.qualified_names(node.func))
+    return target is not None and (in_memory(target, ctx) or per_process_path(target, ctx))
 
 
 def opens(node: cst.Call, names: frozenset, writing: bool) -> bool:
@@ -225,3 +246,111 @@ def bind_argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpres
         elif index == position:
             return arg.value
     return None
+
+
+#: Words one of which a module must contain to read a path (`path_read`), for the prefilter.
+READ_TOKENS = tuple(sorted({n.rsplit(".", 1)[-1] for n in (*READS, *READ_METHODS, "builtins.open")}))
+#: Words one of which a module must contain to download (`download`), for the prefilter.
+DOWNLOAD_TOKENS = tuple(sorted({n.rsplit(".", 1)[-1] for n in (*DOWNLOADS, *DOWNLOAD_NAMES, *DOWNLOAD_TOOLS, "download")}))
+
+
+def path_written(node: cst.Call, ctx: ModelView) -> cst.BaseExpression | None:
+    """The path a call writes or prepares (`WRITES`, `WRITE_METHODS`, `open(p, "w")`),
+    as written; None for a call that writes none (or none it names)."""
+    names = ctx.qualified_names(node.func)
+    path = _path(node, names, WRITES, WRITE_METHODS)
+    return _path_argument(node, 0) if path is None and opens(node, names, writing=True) else path
+
+
+def path_read(node: cst.Call, ctx: ModelView) -> cst.BaseExpression | None:
+    """The path a call reads (`READS`, `READ_METHODS`, `open(p)`), as written; else None."""
+    names = ctx.qualified_names(node.func)
+    path = _path(node, names, READS, READ_METHODS)
+    return _path_argument(node, 0) if path is None and opens(node, names, writing=False) else path
+
+
+def _path(node: cst.Call, names: frozenset, calls: dict, methods: dict) -> cst.BaseExpression | None:
+    for name in names:
+        if name in calls:
+            return _path_argument(node, calls[name])
+    method = last_name(node.func) if isinstance(node.func, cst.Attribute) else None
+    if method is not None and method in methods and not names & set(calls):
+        return _path_argument(node, methods[method])
+    return None
+
+
+def _path_argument(node: cst.Call, index: int) -> cst.BaseExpression | None:
+    """The path expression: a positional argument, `-1` the object read
+    (`json.load(open(p))`), `-2` the receiver (`Path(p).write_text(...)`)."""
+    if index == -2:
+        return node.func.value if isinstance(node.func, cst.Attribute) else None
+    positional = [a.value for a in node.args if a.keyword is None]
+    if index == -1:
+        inner = positional[0] if positional else None
+        if isinstance(inner, cst.Call):
+            inner_positional = [a.value for a in inner.args if a.keyword is None]
+            return inner_positional[0] if inner_positional else None
+        return None
+    return positional[index] if index < len(positional) else None
+
+
+def download(node: cst.Call, ctx: ModelView) -> str | None:
+    """The download `node` starts, as a finding shows it, else None: a
+    dataset of `DATASET_PACKAGES` (or a module class derived from one) built
+    with `download=True`, a catalogued download function, a helper named for
+    one (`download_url as fetch`; not one the module defines itself: judged
+    by what it calls), or `wget` run through `subprocess`/`os.system`."""
+    names = ctx.qualified_names(node.func)
+    shown = f"`{ctx.module.code_for_node(node.func)}(...)`"
+    if _dataset(node, names, ctx) and _downloads(node):
+        return f"{shown} with `download=True`"
+    if names & DOWNLOADS or (_download_name(node, names) and not _defined_here(node, ctx)):
+        return shown
+    if names & SHELL_CALLS and _runs_download_tool(node):
+        return f"{shown} running `wget`"
+    return None
+
+
+def _dataset(node: cst.Call, names: frozenset, ctx: ModelView) -> bool:
+    """A dataset of the catalogued packages, or a module class derived from one
+    (`class IndexedCIFAR10(datasets.CIFAR10)` runs the same `download()`)."""
+    if any(n and n.startswith(DATASET_PACKAGES) for n in names):
+        return True
+    if not isinstance(node.func, cst.Name):
+        return False
+    classes = [v for v in ctx.values_of(node.func) if isinstance(v, cst.ClassDef)]
+    return any(n.startswith(DATASET_PACKAGES) for c in classes for n in base_names(c, ctx))
+
+
+def _download_name(call: cst.Call, names: frozenset) -> bool:
+    """A helper named for a download, as written or as imported (`download_url as fetch`)."""
+    return last_name(call.func) in DOWNLOAD_NAMES or any(n and n.rsplit(".", 1)[-1] in DOWNLOAD_NAMES for n in names)
+
+
+def _runs_download_tool(call: cst.Call) -> bool:
+    """`subprocess.run(["wget", url, ...])`, `os.system(f"wget {url} -P data")`."""
+    if not call.args:
+        return False
+    command = call.args[0].value
+    first: str | None = None
+    if isinstance(command, (cst.List, cst.Tuple)) and command.elements:
+        element = command.elements[0].value
+        first = element.evaluated_value if isinstance(element, cst.SimpleString) else None
+    elif isinstance(command, cst.SimpleString):
+        first = command.evaluated_value.split(" ", 1)[0]
+    elif isinstance(command, cst.FormattedString) and command.parts:
+        part = command.parts[0]
+        first = part.value.split(" ", 1)[0] if isinstance(part, cst.FormattedStringText) else None
+    return isinstance(first, str) and first in DOWNLOAD_TOOLS
+
+
+def _downloads(call: cst.Call) -> bool:
+    return any(
+        a.keyword is not None and a.keyword.value == "download" and isinstance(a.value, cst.Name) and a.value.value == "True"
+        for a in call.args
+    )
+
+
+def _defined_here(call: cst.Call, ctx: ModelView) -> bool:
+    """The module's own helper: judged by what it calls."""
+    return isinstance(call.func, cst.Name) and any(isinstance(v, cst.FunctionDef) for v in ctx.values_of(call.func))

@@ -20,7 +20,7 @@ from ddplint.model import Applicability
 
 if TYPE_CHECKING:
     from ddplint.analysis.rank import Site
-    from ddplint.analysis.semantic import SemanticModel
+    from ddplint.analysis.view import ModelView
 
 #: Predicates that are true on the global rank 0 only (a local main process repeats per node).
 MAIN_PREDICATES = frozenset(
@@ -29,7 +29,7 @@ MAIN_PREDICATES = frozenset(
 )  # fmt: skip
 
 
-def replaces_print(target: cst.BaseExpression, ctx: SemanticModel) -> bool:
+def replaces_print(target: cst.BaseExpression, ctx: ModelView) -> bool:
     """Whether assigning to `target` replaces `print` for the whole process:
     ``builtins.print``, ``__builtins__.print``, ``builtins.__dict__["print"]``,
     ``__builtins__["print"]`` (a helper that makes `print` rank-0-only)."""
@@ -48,7 +48,7 @@ def replaces_print(target: cst.BaseExpression, ctx: SemanticModel) -> bool:
     return dotted_name(holder) == "__builtins__" or bool(ctx.qualified_names(holder) & BUILTINS_MODULES)
 
 
-def sets_print(node: cst.Call, ctx: SemanticModel) -> bool:
+def sets_print(node: cst.Call, ctx: ModelView) -> bool:
     """``setattr(builtins, "print", rank0_print)``."""
     args = node.args
     if len(args) != 3 or ctx.qualified_names(node.func) != {"builtins.setattr"}:
@@ -62,15 +62,24 @@ def sets_print(node: cst.Call, ctx: SemanticModel) -> bool:
 
 
 class RankZeroTests:
-    """`if` tests that select rank 0, in source order, with their function."""
+    """`if` tests that select rank 0, in source order, with their function: a
+    walker analysis (``requires = {"rank", "rank_zero"}``, `ctx.rank_zero`)."""
 
-    def __init__(self, ctx: SemanticModel) -> None:
+    def __init__(self, ctx: ModelView) -> None:
         self.ctx = ctx
         #: (function, test, usable anywhere, rank dependence its subject needs).
         self.tests: list[tuple[cst.FunctionDef | None, cst.BaseExpression, bool, object]] = []
+        #: How many tests were known at each simple statement (a fix reuses only those).
+        self.marks: dict[cst.SimpleStatementLine, int] = {}
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.marks[node] = len(self.tests)
+
+    def visit_If(self, node: cst.If) -> None:
+        self.note(node)
 
     def note(self, node: cst.If) -> None:
-        """Record `node`'s test if it may select rank 0 (call from `visit_If`);
+        """Record `node`'s test if it may select rank 0;
         whether its subject is a rank is known after the walk."""
         test = node.test
         subject = _rank_zero_subject(test)
@@ -79,17 +88,16 @@ class RankZeroTests:
             deps = self.ctx.rank.deps(subject) if subject is not test else None
             self.tests.append((self.ctx.enclosing_function(), test, anywhere, deps))
 
-    def mark(self) -> int:
-        """How many tests are known now: a site may reuse only those before it."""
-        return len(self.tests)
-
-    def wrap_fix(self, site: Site, before: int, title: str) -> ProposedFix:
-        """Put the site's statement under the module's own rank-0 test (unsafe:
-        the other ranks stop doing it), or advice when there is none or the
-        statement binds names (they would be missing on the other ranks)."""
+    def wrap_fix(self, site: Site, title: str) -> ProposedFix:
+        """Put the site's statement under the module's own rank-0 test written
+        before it (unsafe: the other ranks stop doing it), or advice when there
+        is none or the statement binds names (they would be missing on the
+        other ranks). After the walk."""
         statement = site.statement
-        test = self._test_for(site.function, before)
-        if test is None or not _wrappable(statement):
+        if not _wrappable(statement):
+            return ProposedFix.display_only(title)
+        test = self._test_for(site.function, self.marks[statement])  # type: ignore[index]
+        if test is None:
             return ProposedFix.display_only(title)
         code = cst.Module([]).code_for_node(test)
         wrapped = cst.If(

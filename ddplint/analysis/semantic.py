@@ -11,14 +11,17 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ddplint.analysis.barriers import Barriers
 from ddplint.analysis.data import DataAnalysis
 from ddplint.analysis.decisions import PerRankValues
 from ddplint.analysis.distributed import DistributedContext, launched_per_rank, runs_per_rank
 from ddplint.analysis.flow import ValueFlow
 from ddplint.analysis.loops import TrainingLoops
+from ddplint.analysis.outputs import Outputs
 from ddplint.analysis.rank import RankAnalysis
 from ddplint.analysis.rank_advice import RankAdvice
 from ddplint.analysis.rank_kinds import RankKinds
+from ddplint.analysis.rank_zero import RankZeroTests
 from ddplint.analysis.receivers import imported_method_names
 from ddplint.analysis.scope import QualNames, ScopeTracker
 from ddplint.config.settings import Settings
@@ -26,7 +29,11 @@ from ddplint.lazy import cst
 from ddplint.project.facts import NO_FACTS, FileFacts
 
 #: The optional analyses a rule can ask for with ``requires``.
-OPTIONAL_ANALYSES = {"rank": RankAnalysis, "loops": TrainingLoops, "data": DataAnalysis, "rank_kinds": RankKinds}
+#: In the order they run: each after those it asks during the walk.
+OPTIONAL_ANALYSES = {
+    "data": DataAnalysis, "loops": TrainingLoops, "rank": RankAnalysis, "rank_kinds": RankKinds,
+    "rank_zero": RankZeroTests, "outputs": Outputs, "barriers": Barriers,
+}  # fmt: skip
 
 
 class SemanticModel:
@@ -55,7 +62,8 @@ class SemanticModel:
         self.stack = stack
         self.scopes = ScopeTracker(module)
         self._distributed = DistributedContext(self.scopes)
-        self._optional = {name: OPTIONAL_ANALYSES[name](self) for name in sorted(set(requires))}
+        wanted = set(requires)
+        self._optional = {name: analysis(self) for name, analysis in OPTIONAL_ANALYSES.items() if name in wanted}
         self._flow: ValueFlow | None = None
         self._per_rank_values: PerRankValues | None = None
         self._rank_advice: RankAdvice | None = None
@@ -86,6 +94,21 @@ class SemanticModel:
     def rank_kinds(self) -> RankKinds:
         """Which rank attributes are assigned (only for rules with ``requires = {"rank_kinds"}``)."""
         return self._optional["rank_kinds"]  # type: ignore[return-value]
+
+    @property
+    def rank_zero(self) -> RankZeroTests:
+        """The rank-0 tests the module writes, for fixes that reuse one (only for rules with ``requires = {"rank_zero"}``)."""
+        return self._optional["rank_zero"]  # type: ignore[return-value]
+
+    @property
+    def barriers(self) -> Barriers:
+        """Where every rank waits, in walk order (only for rules with ``requires = {"barriers"}``)."""
+        return self._optional["barriers"]  # type: ignore[return-value]
+
+    @property
+    def outputs(self) -> Outputs:
+        """What the module prints, logs, tracks or opens, and what quiets it (only for rules with ``requires = {"outputs"}``)."""
+        return self._optional["outputs"]  # type: ignore[return-value]
 
     @property
     def data(self) -> DataAnalysis:
