@@ -575,3 +575,21 @@ PERIODIC_CHECKPOINTERS = frozenset({"fvcore.common.checkpoint.PeriodicCheckpoint
 #: The checkpointers' writing methods: (periodic wrapper?) -> names.
 CHECKPOINTER_SAVES = frozenset({"save"})
 PERIODIC_SAVES = frozenset({"save", "step"})
+
+# ------------------------------------------------ mixed precision and the training step (DDP012, DDP013, DDP019)
+
+#: The functions that clip gradients in place.
+GRADIENT_CLIPS = frozenset(
+    {
+        "torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad.clip_grad_norm_",
+        "torch.nn.utils.clip_grad.clip_grad_value_", "torch.nn.utils.clip_grad_norm",
+    }
+)  # fmt: skip
+#: A model's own clip method (FSDP's `model.clip_grad_norm_(1.0)`), and a trainer's.
+CLIP_METHODS = frozenset({"clip_grad_norm_", "clip_grad_value_"})
+#: Receivers whose `clip_grad_norm_` unscales first (accelerate, Fabric, DeepSpeed engines).
+UNSCALING_CLIP_OWNERS = ("accelerator", "fabric", "engine", "booster", "trainer", "strategy")
+#: Contexts in which autograd records no graph.
+NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
+#: `set_grad_enabled(False)` turns it off too.
+GRAD_MODE_SETTERS = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ddplint.analysis.amp import ScalerSteps
 from ddplint.analysis.data import DataAnalysis
 from ddplint.analysis.decisions import PerRankValues
 from ddplint.analysis.distributed import DistributedContext, launched_per_rank, runs_per_rank
@@ -26,7 +27,9 @@ from ddplint.lazy import cst
 from ddplint.project.facts import NO_FACTS, FileFacts
 
 #: The optional analyses a rule can ask for with ``requires``.
-OPTIONAL_ANALYSES = {"rank": RankAnalysis, "loops": TrainingLoops, "data": DataAnalysis, "rank_kinds": RankKinds}
+OPTIONAL_ANALYSES = {
+    "rank": RankAnalysis, "loops": TrainingLoops, "data": DataAnalysis, "rank_kinds": RankKinds, "amp": ScalerSteps,
+}
 
 
 class SemanticModel:
@@ -96,6 +99,11 @@ class SemanticModel:
     def loops(self) -> TrainingLoops:
         """The training-loop analysis (only for rules with ``requires = {"loops"}``)."""
         return self._optional["loops"]  # type: ignore[return-value]
+
+    @property
+    def amp(self) -> ScalerSteps:
+        """The GradScaler steps of the module's functions (only for rules with ``requires = {"amp"}``)."""
+        return self._optional["amp"]  # type: ignore[return-value]
 
     def enclosing_function(self) -> cst.FunctionDef | None:
         """The innermost function around the node being visited."""
