@@ -593,3 +593,15 @@ UNSCALING_CLIP_OWNERS = ("accelerator", "fabric", "engine", "booster", "trainer"
 NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
 #: `set_grad_enabled(False)` turns it off too.
 GRAD_MODE_SETTERS = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
+#: Methods and functions that release the autograd graph of a tensor.
+DETACHING = frozenset({"item", "detach", "tolist", "numpy", "detach_"})
+NUMBER_CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
+#: Words of callee names that produce a loss or the outputs it is computed from.
+LOSS_PRODUCER_WORDS = ("loss", "criterion", "model", "forward", "net", "module")
+#: Words of receivers whose `.backward(loss)` back-propagates its argument
+#: (`accelerator.backward(loss)`, `engine.backward(loss)`, `optimizer.backward(loss)`).
+BACKWARD_OWNERS = ("accelerator", "engine", "optim", "fabric", "booster", "scaler", "trainer", "strategy")
+#: Methods of a list accumulator that do not use its elements as tensors.
+LIST_METHODS = frozenset({"append", "extend", "clear", "pop", "insert"})
+#: Builtins that treat an accumulated float and a scalar tensor alike.
+NUMBER_BUILTINS = frozenset({"print", "len", "float", "int", "str", "repr", "round", "format", "min", "max", "sum", "abs"})

@@ -50,7 +50,7 @@ from ddplint.analysis.receivers import class_types, framework_types
 from ddplint.analysis.values import truthiness
 from ddplint.analysis.calls import truth
 from ddplint.analysis.conditions import polarity
-from ddplint.analysis.grad_mode import under_no_grad
+from ddplint.analysis.autograd import under_no_grad
 from ddplint.analysis.guards import SELECTING, Guard, GuardKind, RankView
 from ddplint.analysis.rank_sets import RankSets
 from ddplint.lazy import cst
