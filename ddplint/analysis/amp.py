@@ -1,4 +1,5 @@
-"""Mixed precision: where gradients are still multiplied by GradScaler's loss scale.
+"""Mixed precision: where gradients are still multiplied by GradScaler's loss
+scale, and how a deprecated `torch.cuda.amp` use becomes its `torch.amp` one.
 
 `ScalerSteps` is a walker analysis for rules that ``require`` ``"amp"``. In
 each function it records, in source order, the steps of the GradScaler
@@ -10,6 +11,10 @@ unscale first), and calls of the module's functions (``clip_gradients(model)``,
 ``self.clip_grads()``). After the walk `scaled_clip(call)` says whether a
 clip runs on scaled gradients. A scaler is compared as written, a local name
 bound once to another expression (``scaler = self.scaler``) as that expression.
+
+`modernized(anchor, callee, qualname, ctx)` gives the edits that rewrite a
+use of a deprecated device-specific AMP API (``catalogue.DEPRECATED_AMP``)
+into ``torch.amp``, and `modern_call` the call alone.
 """
 
 from __future__ import annotations
@@ -18,8 +23,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from ddplint.analysis.callgraph import branch_path, compatible
-from ddplint.analysis.catalogue import CLIP_METHODS, GRADIENT_CLIPS, UNSCALING_CLIP_OWNERS
+from ddplint.analysis.catalogue import (
+    CLIP_METHODS,
+    DEPRECATED_AMP,
+    DEPRECATED_AUTOCAST_POSITIONAL,
+    GRADIENT_CLIPS,
+    UNSCALING_CLIP_OWNERS,
+)
 from ddplint.analysis.names import last_name
+from ddplint.analysis.rewrite import Replacement, dotted, first_import, insert_before
 from ddplint.lazy import cst
 from ddplint.solver import closure
 
@@ -199,3 +211,56 @@ def _conditions(stack: Sequence[cst.CSTNode]) -> frozenset:
             elif child is node.orelse:
                 found.append((code(node.test), 1))
     return frozenset(found)
+
+
+def modernized(anchor: cst.CSTNode, callee: cst.BaseExpression, qualname: str,
+               ctx: ModelView) -> tuple[tuple[cst.CSTNode, Replacement], ...] | None:
+    """The edits that rewrite a use of the deprecated AMP API `qualname`
+    (`anchor`: its call, or a decorator without a call; `callee`: the name as
+    written) into its `torch.amp` replacement, with `import torch` added where
+    the module lacks it. None where that is not safe: `callee` is an alias made
+    by assignment, `torch` names something else here, `*args`, no import to
+    put `import torch` before."""
+    new, device, kind, _ = DEPRECATED_AMP[qualname]
+    torch = ctx.scopes.names_module("torch")
+    if ctx.scopes.imported_qualnames(callee) != frozenset({qualname}) or torch is False:
+        return None
+    replacement = modern_call(anchor if isinstance(anchor, cst.Call) else None, dotted(new), device, kind)
+    if replacement is None:
+        return None
+    if torch:
+        return ((anchor, replacement),)
+    first = first_import(ctx.module)
+    return None if first is None else ((anchor, replacement), insert_before(first, cst.parse_statement("import torch\n")))
+
+
+def modern_call(call: cst.Call | None, func: cst.BaseExpression, device: str, kind: str) -> cst.BaseExpression | None:
+    """The `torch.amp` call (`func`) that does what the deprecated `call` (None:
+    a decorator written without a call) did on `device`, its arguments carried
+    over as `kind` ("autocast", "scaler", "decorator") needs; None when they
+    cannot be (`*args`)."""
+    device_arg = cst.Arg(cst.SimpleString(f'"{device}"'))
+    args = list(call.args) if call is not None else []
+    if any(a.star for a in args if a.keyword is None and a.star == "*"):
+        return None
+    no_space = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+    if kind == "decorator":  # `@custom_fwd` / `@custom_fwd(cast_inputs=...)`: device_type is keyword-only
+        if any(a.keyword is None for a in args):
+            return None
+        new_args = [cst.Arg(cst.SimpleString(f'"{device}"'), keyword=cst.Name("device_type"), equal=no_space), *args]
+    elif kind == "autocast":  # old positionals become keywords: the new signature differs
+        positional = [a for a in args if a.keyword is None and not a.star]
+        if len(positional) > len(DEPRECATED_AUTOCAST_POSITIONAL):
+            return None
+        new_args = [device_arg]
+        for index, arg in enumerate(args):
+            if arg.keyword is None and not arg.star:
+                arg = arg.with_changes(keyword=cst.Name(DEPRECATED_AUTOCAST_POSITIONAL[index]), equal=no_space)
+            new_args.append(arg)
+    else:  # GradScaler(device, init_scale, ...): the old positionals keep their meaning after the device
+        new_args = [device_arg, *args]
+    if len(new_args) > 1 and new_args[0].comma is cst.MaybeSentinel.DEFAULT:
+        new_args[0] = new_args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    if call is None:
+        return cst.Call(func=func, args=new_args)
+    return call.with_changes(func=func, args=new_args)

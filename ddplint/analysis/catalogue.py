@@ -605,3 +605,26 @@ BACKWARD_OWNERS = ("accelerator", "engine", "optim", "fabric", "booster", "scale
 LIST_METHODS = frozenset({"append", "extend", "clear", "pop", "insert"})
 #: Builtins that treat an accumulated float and a scalar tensor alike.
 NUMBER_BUILTINS = frozenset({"print", "len", "float", "int", "str", "repr", "round", "format", "min", "max", "sum", "abs"})
+#: The device-specific AMP modules deprecated in PyTorch 2.4.
+DEPRECATED_AMP_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
+#: Their APIs, by qualified name (the submodule spellings are where the classes
+#: live; users do import them directly) -> (the `torch.amp` replacement, its
+#: device, how the arguments change: "autocast", "scaler" or "decorator", and
+#: the replacement as a message shows it).
+DEPRECATED_AMP = {
+    f"torch.{device}.amp.{old}": (f"torch.amp.{new}", device, kind, shown.format(device))
+    for device in ("cuda", "cpu")
+    for old, new, kind, shown in (
+        ("autocast", "autocast", "autocast", 'torch.amp.autocast("{}", ...)'),
+        ("autocast_mode.autocast", "autocast", "autocast", 'torch.amp.autocast("{}", ...)'),
+        ("GradScaler", "GradScaler", "scaler", 'torch.amp.GradScaler("{}", ...)'),
+        ("grad_scaler.GradScaler", "GradScaler", "scaler", 'torch.amp.GradScaler("{}", ...)'),
+        ("custom_fwd", "custom_fwd", "decorator", 'torch.amp.custom_fwd(device_type="{}", ...)'),
+        ("autocast_mode.custom_fwd", "custom_fwd", "decorator", 'torch.amp.custom_fwd(device_type="{}", ...)'),
+        ("custom_bwd", "custom_bwd", "decorator", 'torch.amp.custom_bwd(device_type="{}")'),
+        ("autocast_mode.custom_bwd", "custom_bwd", "decorator", 'torch.amp.custom_bwd(device_type="{}")'),
+    )
+    if device == "cuda" or kind != "decorator"  # torch.cpu.amp has no custom_fwd/custom_bwd
+}  # fmt: skip
+#: `torch.cuda.amp.autocast`'s positional parameters (`torch.amp.autocast` puts `device_type` first).
+DEPRECATED_AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")
