@@ -87,25 +87,20 @@ class GlobalRankDevice(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self.seen: set[int] = set()
-        self.skip = False
-
-    def visit_Module(self, node: cst.Module) -> None:
-        self.skip = is_test_file(self.ctx.path)  # single-node tests: the global rank is the local one
 
     def trigger_Call(self, node: cst.Call) -> bool:
-        return not self.skip and bool(device_index_arguments(node, self.ctx))
+        # Not in test files: single-node tests, where the global rank is the local one.
+        return bool(device_index_arguments(node, self.ctx)) and not is_test_file(self.ctx.path)
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
         # After the walk every assignment of an attribute is known (`args.gpu = args.rank`, then `% ngpus`).
         for index in device_index_arguments(node, self.ctx):
             if id(index) not in self.seen and rank_kind(index, self.ctx) == GLOBAL:
                 self.seen.add(id(index))
-                self._report(node, self.ctx.module.code_for_node(index))
-
-    def _report(self, node: cst.Call, shown: str) -> None:
-        self.report(
-            node,
-            f"`{shown}` is the global rank, but a GPU index must be local to the node: on the second "
-            "node this asks for a device that does not exist; use `LOCAL_RANK` "
-            f"(or `{shown} % torch.cuda.device_count()`)",
-        )
+                shown = self.ctx.module.code_for_node(index)
+                self.report(
+                    node,
+                    f"`{shown}` is the global rank, but a GPU index must be local to the node: on the second "
+                    "node this asks for a device that does not exist; use `LOCAL_RANK` "
+                    f"(or `{shown} % torch.cuda.device_count()`)",
+                )

@@ -96,15 +96,11 @@ class GradientAccumulationSync(Rule):
     def visit_For(self, node: cst.For | cst.While | cst.With) -> None:
         for where, kind, model in sync_findings(node, self.ctx):
             self.pending.setdefault(id(where), (kind, self.ctx.module.code_for_node(model)))
-        self._emit(node)
-
-    visit_While = visit_With = visit_Call = visit_For
-
-    def _emit(self, node: cst.CSTNode) -> None:
-        found = self.pending.pop(id(node), None)
-        if found is not None:
+        if (found := self.pending.pop(id(node), None)) is not None:
             kind, shown = found
             self.report(node, MESSAGES[kind].format(shown), severity=Severity.ERROR if kind == UNREDUCED else None)
+
+    visit_While = visit_With = visit_Call = visit_For
 
 
 MESSAGES = {

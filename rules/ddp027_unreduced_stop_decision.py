@@ -92,16 +92,11 @@ class UnreducedStopDecision(Rule):
         if decision is None:
             return
         test, value, collective = self.ctx.module.code_for_node(decision.test), decision.value, decision.collective
-        what = (
-            f"ranks where it holds skip {collective}, which the others enter: their collectives no longer match"
-            if decision.leave == "continue"
-            else f"ranks where it holds leave, and the others enter {collective} and wait for them forever"
-        )
-        self.report(
-            node,
-            f"`{decision.leave}` depends on `{test}`, and `{value}` holds this rank's own, unreduced number, so "
-            f"ranks decide differently: {what}; all-reduce `{value}` (or broadcast the decision from rank 0) first",
-            related=((decision.test, "the condition on a per-rank value"),),
-        )
+        what = (f"ranks where it holds skip {collective}, which the others enter: their collectives no longer match"
+                if decision.leave == "continue" else
+                f"ranks where it holds leave, and the others enter {collective} and wait for them forever")
+        self.report(node, f"`{decision.leave}` depends on `{test}`, and `{value}` holds this rank's own, unreduced number, so "
+                    f"ranks decide differently: {what}; all-reduce `{value}` (or broadcast the decision from rank 0) first",
+                    related=((decision.test, "the condition on a per-rank value"),))
 
     check_Continue = check_Return = check_Break

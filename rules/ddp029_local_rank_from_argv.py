@@ -77,26 +77,21 @@ class LocalRankFromArgv(Rule):
     preview = True
 
     def trigger_Call(self, node: cst.Call) -> bool:
-        flags = argparse_flags(node)
-        return _OLD in flags and _NEW not in flags
+        return argparse_flags(node).keys() & {_OLD, _NEW} == {_OLD}  # the old spelling only
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
-        default = keyword_value(node, "default")
-        if (environment_reads(self.ctx.module) | environment_reads(default or cst.Module([]))) & LOCAL_ENV:
-            return None
+        if environment_reads(self.ctx.module) & LOCAL_ENV:
+            return None  # the module (the flag's default included) reads the local rank from the environment
         if self.ctx.deepspeed_launched:
             return self.report(node, _DEEPSPEED, severity=Severity.NOTE)
         title = "Accept `--local-rank` too and default to `LOCAL_RANK` from the environment"
-        binding = self.ctx.scopes.lookup("os")
-        if binding is None or binding.qualnames != frozenset({"os"}):
-            return self.report(node, _MESSAGE, fix=ProposedFix.display_only(title))
-        fixed = with_env_default(with_string_after(node, argparse_flags(node)[_OLD], _NEW), "LOCAL_RANK", default, "-1")
-        return self.report(node, _MESSAGE, fix=ProposedFix(title, ((node, fixed),)))
+        both = with_string_after(node, argparse_flags(node)[_OLD], _NEW)  # then the environment as the default:
+        fix = ProposedFix(title, ((node, with_env_default(both, "LOCAL_RANK", keyword_value(node, "default"), "-1")),))
+        return self.report(node, _MESSAGE, fix=fix if self.ctx.scopes.names_module("os") else ProposedFix.display_only(title))
 
 
-_ENV = '`int(os.environ.get("LOCAL_RANK", -1))`'
-_MESSAGE = f"`--local_rank` is read from argv only: `torch.distributed.launch` passes `--local-rank` since PyTorch 2.0 \
+_MESSAGE = '`--local_rank` is read from argv only: `torch.distributed.launch` passes `--local-rank` since PyTorch 2.0 \
 (`unrecognized arguments: --local-rank=0`), `torchrun` passes nothing (it sets `LOCAL_RANK`) and every rank keeps the \
-default GPU; accept both spellings and default to {_ENV}"
-_DEEPSPEED = f"`--local_rank` is read from argv only: the DeepSpeed launcher passes it, but under `torchrun` (which \
-sets `LOCAL_RANK` and passes none) every rank keeps the default; default to {_ENV} to run under both"
+default GPU; accept both spellings and default to `int(os.environ.get("LOCAL_RANK", -1))`'
+_DEEPSPEED = '`--local_rank` is read from argv only: the DeepSpeed launcher passes it, but under `torchrun` (which sets \
+`LOCAL_RANK` and passes none) every rank keeps the default; default to `int(os.environ.get("LOCAL_RANK", -1))` to run under both'

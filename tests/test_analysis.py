@@ -10,6 +10,7 @@ import pytest
 
 from ddplint.analysis.rank_zero import replaces_print, sets_print
 from ddplint.analysis.samples import harmful_returns
+from ddplint.analysis.tree import name_reads
 from ddplint.config import Settings
 from ddplint.engine.context import FileContext
 from ddplint.engine.walker import Walker
@@ -521,3 +522,39 @@ def test_split_draws(body: str, expected: list) -> None:
     )
     _, (probe,) = walk(header + "def f(ds, ids, n, g, hf, rank, world):\n" + textwrap.indent(body, "    "), _SplitProbe)
     assert probe.seen == expected
+
+
+# ------------------------------------------------------------ names a fix may write, names an import binds
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import os\n", True),
+        ("import os.path\n", True),
+        ("import posixpath as os\n", False),
+        ("os = object()\n", False),
+        ("import sys\n", None),
+    ],
+)
+def test_names_module(source: str, expected: bool | None) -> None:
+    class Probe:
+        def __init__(self, ctx) -> None:
+            self.ctx = ctx
+            self.answer = "unasked"
+
+        def visit_Pass(self, node) -> None:
+            self.answer = self.ctx.scopes.names_module("os")
+
+    _, (probe,) = walk(source + "pass\n", Probe)
+    assert probe.answer == expected
+
+
+def test_name_reads() -> None:
+    module = cst.parse_module(
+        "from torch.cuda.amp import autocast, GradScaler\nimport torch.cuda.amp as amp\n"
+        "scaler = torch.cuda.amp.GradScaler()\nwith autocast():\n    pass\n"
+    )
+    reads = name_reads(module)
+    assert reads["autocast"] == 1 and reads["torch"] == 1
+    assert reads["GradScaler"] == 0 and reads["amp"] == 0  # only imported, or an attribute's own name

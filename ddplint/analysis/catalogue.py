@@ -721,3 +721,55 @@ BARRIER_HELPERS = frozenset({"synchronize", "sync", "barrier_all", "wait_all"})
 NOT_BARRIERS = frozenset({"torch.cuda.synchronize"})
 #: Set-up calls that synchronise every rank (they broadcast or all-gather inside).
 SYNCING_SETUP = frozenset({"prepare", "initialize", "init_process_group"})
+# ------------------------------------------------ mixed precision and the training step (DDP012, DDP013, DDP019)
+
+#: The functions that clip gradients in place.
+GRADIENT_CLIPS = frozenset(
+    {
+        "torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grad.clip_grad_norm_",
+        "torch.nn.utils.clip_grad.clip_grad_value_", "torch.nn.utils.clip_grad_norm",
+    }
+)  # fmt: skip
+#: A model's own clip method (FSDP's `model.clip_grad_norm_(1.0)`), and a trainer's.
+CLIP_METHODS = frozenset({"clip_grad_norm_", "clip_grad_value_"})
+#: Receivers whose `clip_grad_norm_` unscales first (accelerate, Fabric, DeepSpeed engines).
+UNSCALING_CLIP_OWNERS = ("accelerator", "fabric", "engine", "booster", "trainer", "strategy")
+#: Contexts in which autograd records no graph.
+NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
+#: `set_grad_enabled(False)` turns it off too.
+GRAD_MODE_SETTERS = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
+#: Methods and functions that release the autograd graph of a tensor.
+DETACHING = frozenset({"item", "detach", "tolist", "numpy", "detach_"})
+NUMBER_CONVERSIONS = frozenset({"builtins.float", "builtins.int", "builtins.bool"})
+#: Words of callee names that produce a loss or the outputs it is computed from.
+LOSS_PRODUCER_WORDS = ("loss", "criterion", "model", "forward", "net", "module")
+#: Words of receivers whose `.backward(loss)` back-propagates its argument
+#: (`accelerator.backward(loss)`, `engine.backward(loss)`, `optimizer.backward(loss)`).
+BACKWARD_OWNERS = ("accelerator", "engine", "optim", "fabric", "booster", "scaler", "trainer", "strategy")
+#: Methods of a list accumulator that do not use its elements as tensors.
+LIST_METHODS = frozenset({"append", "extend", "clear", "pop", "insert"})
+#: Builtins that treat an accumulated float and a scalar tensor alike.
+NUMBER_BUILTINS = frozenset({"print", "len", "float", "int", "str", "repr", "round", "format", "min", "max", "sum", "abs"})
+#: The device-specific AMP modules deprecated in PyTorch 2.4.
+DEPRECATED_AMP_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
+#: Their APIs, by qualified name (the submodule spellings are where the classes
+#: live; users do import them directly) -> (the `torch.amp` replacement, its
+#: device, how the arguments change: "autocast", "scaler" or "decorator", and
+#: the replacement as a message shows it).
+DEPRECATED_AMP = {
+    f"torch.{device}.amp.{old}": (f"torch.amp.{new}", device, kind, shown.format(device))
+    for device in ("cuda", "cpu")
+    for old, new, kind, shown in (
+        ("autocast", "autocast", "autocast", 'torch.amp.autocast("{}", ...)'),
+        ("autocast_mode.autocast", "autocast", "autocast", 'torch.amp.autocast("{}", ...)'),
+        ("GradScaler", "GradScaler", "scaler", 'torch.amp.GradScaler("{}", ...)'),
+        ("grad_scaler.GradScaler", "GradScaler", "scaler", 'torch.amp.GradScaler("{}", ...)'),
+        ("custom_fwd", "custom_fwd", "decorator", 'torch.amp.custom_fwd(device_type="{}", ...)'),
+        ("autocast_mode.custom_fwd", "custom_fwd", "decorator", 'torch.amp.custom_fwd(device_type="{}", ...)'),
+        ("custom_bwd", "custom_bwd", "decorator", 'torch.amp.custom_bwd(device_type="{}")'),
+        ("autocast_mode.custom_bwd", "custom_bwd", "decorator", 'torch.amp.custom_bwd(device_type="{}")'),
+    )
+    if device == "cuda" or kind != "decorator"  # torch.cpu.amp has no custom_fwd/custom_bwd
+}  # fmt: skip
+#: `torch.cuda.amp.autocast`'s positional parameters (`torch.amp.autocast` puts `device_type` first).
+DEPRECATED_AUTOCAST_POSITIONAL = ("enabled", "dtype", "cache_enabled")

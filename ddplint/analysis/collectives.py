@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 
+from ddplint.analysis.catalogue import NO_GRAD_CONTEXTS  # noqa: F401 - DDP017 imports it from here
 from ddplint.analysis.catalogue import (
     BACKEND_DEPENDENT,
     FULL_STATE_DICT,
@@ -49,6 +50,7 @@ from ddplint.analysis.receivers import class_types, framework_types
 from ddplint.analysis.values import truthiness
 from ddplint.analysis.calls import truth
 from ddplint.analysis.conditions import polarity
+from ddplint.analysis.autograd import under_no_grad
 from ddplint.analysis.guards import SELECTING, Guard, GuardKind, RankView
 from ddplint.analysis.rank_sets import RankSets
 from ddplint.analysis.rewrite import ProposedFix, keywords_fix
@@ -185,7 +187,6 @@ COLLECTIVE_FAMILIES: tuple[tuple[frozenset[str], tuple[tuple[str, ...], ...]], .
     (HOROVOD_COLLECTIVES, (("horovod",),)),
 )  # fmt: skip
 
-NO_GRAD_CONTEXTS = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
 
 
 #: Collectives that every rank of the job enters, whatever group they create.
@@ -553,22 +554,6 @@ def parameter_forward(call: cst.Call, ctx: ModelView) -> tuple[cst.FunctionDef, 
     if not all(any(v is p for p in own) for v in values):
         return None
     return function, func.value
-
-
-def under_no_grad(stack: Sequence[cst.CSTNode], ctx: ModelView) -> bool:
-    for node in stack:
-        if isinstance(node, cst.With):
-            for item in node.items:
-                call = item.item
-                if isinstance(call, cst.Call) and ctx.qualified_names(call.func) & NO_GRAD_CONTEXTS:
-                    return True
-        elif isinstance(node, cst.FunctionDef):
-            for decorator in node.decorators:
-                expr = decorator.decorator
-                expr = expr.func if isinstance(expr, cst.Call) else expr
-                if ctx.qualified_names(expr) & NO_GRAD_CONTEXTS:
-                    return True
-    return False
 
 
 def _is_communicator(receiver: cst.BaseExpression, ctx: ModelView) -> bool:

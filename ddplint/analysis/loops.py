@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ddplint.analysis.autograd import LoopBody
 from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
@@ -40,6 +41,7 @@ class TrainingLoops:
     def __init__(self, ctx: ModelView) -> None:
         self.ctx = ctx
         self._training: set[int] = set()
+        self._bodies: dict[int, LoopBody] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         if is_step(node):
@@ -60,3 +62,10 @@ class TrainingLoops:
     def is_training_loop(self, loop: cst.CSTNode) -> bool:
         """Whether `loop` takes an optimisation step (final after the walk)."""
         return id(loop) in self._training
+
+    def body(self, loop: cst.For | cst.While) -> LoopBody:
+        """What `loop`'s body back-propagates and re-binds (`autograd.LoopBody`, built on first ask)."""
+        found = self._bodies.get(id(loop))
+        if found is None:
+            found = self._bodies[id(loop)] = LoopBody.of(loop)
+        return found

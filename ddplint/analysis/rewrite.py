@@ -141,3 +141,31 @@ def with_env_default(call: cst.Call, variable: str, fallback: cst.BaseExpression
     old default (`fallback`, `default` when none is passed) stays the fallback."""
     shown = cst.Module([]).code_for_node(fallback) if fallback is not None else default
     return with_keyword(call, "default", cst.parse_expression(f'int(os.environ.get("{variable}", {shown}))'))
+
+
+def first_import(module: cst.Module) -> cst.SimpleStatementLine | None:
+    """The module-level statement before which a new import goes: the first
+    import that is not `from __future__`."""
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[0], (cst.Import, cst.ImportFrom)):
+            first = statement.body[0]
+            if not (isinstance(first, cst.ImportFrom) and isinstance(first.module, cst.Name) and first.module.value == "__future__"):
+                return statement
+    return None
+
+
+def without_alias(
+    line: cst.SimpleStatementLine, node: cst.Import | cst.ImportFrom, alias: cst.ImportAlias, alone: bool
+) -> tuple[cst.CSTNode, Replacement]:
+    """The change that removes `alias` from its import: the name, the
+    statement, the line, or (`alone` in its block) the line becomes `pass`."""
+    names = [a for a in node.names if a is not alias]  # type: ignore[union-attr]
+    if names:
+        if node.names[-1] is alias:  # type: ignore[index]  # keep the statement's trailing-comma style
+            names[-1] = names[-1].with_changes(comma=alias.comma)
+        return node, node.with_changes(names=names)
+    if len(line.body) > 1:
+        return line, line.with_changes(body=[s for s in line.body if s is not node])
+    if alone:
+        return line, line.with_changes(body=[cst.Pass()])
+    return line, DELETE_LINES

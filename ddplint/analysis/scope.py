@@ -210,6 +210,13 @@ class ScopeTracker:
                 return binding
         return None  # pragma: no cover - the module scope always answers
 
+    def names_module(self, name: str) -> bool | None:
+        """Whether `name` denotes the module of that name here (`os` after
+        `import os`): True; False when it is bound to something else; None
+        when it is not bound at all (a fix that writes `name.x` must import it)."""
+        binding = self.lookup(name)
+        return None if binding is None else binding.qualnames == frozenset({name})
+
     def _module_binding(self, name: str) -> Binding | None:
         if self.function_depth:
             binding = self.final_module_names.get(name)

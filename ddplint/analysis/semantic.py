@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ddplint.analysis.amp import ScalerSteps
 from ddplint.analysis.barriers import Barriers
 from ddplint.analysis.data import DataAnalysis
 from ddplint.analysis.decisions import PerRankValues
@@ -32,7 +33,7 @@ from ddplint.project.facts import NO_FACTS, FileFacts
 #: In the order they run: each after those it asks during the walk.
 OPTIONAL_ANALYSES = {
     "data": DataAnalysis, "loops": TrainingLoops, "rank": RankAnalysis, "rank_kinds": RankKinds,
-    "rank_zero": RankZeroTests, "outputs": Outputs, "barriers": Barriers,
+    "rank_zero": RankZeroTests, "outputs": Outputs, "barriers": Barriers, "amp": ScalerSteps,
 }  # fmt: skip
 
 
@@ -119,6 +120,11 @@ class SemanticModel:
     def loops(self) -> TrainingLoops:
         """The training-loop analysis (only for rules with ``requires = {"loops"}``)."""
         return self._optional["loops"]  # type: ignore[return-value]
+
+    @property
+    def amp(self) -> ScalerSteps:
+        """The GradScaler steps of the module's functions (only for rules with ``requires = {"amp"}``)."""
+        return self._optional["amp"]  # type: ignore[return-value]
 
     def enclosing_function(self) -> cst.FunctionDef | None:
         """The innermost function around the node being visited."""

@@ -8,6 +8,7 @@ engine's walker, skipping whitespace and punctuation.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from typing import Callable, Iterator
 
 from ddplint.lazy import cst
@@ -92,4 +93,23 @@ def children(node: cst.CSTNode, fields: Callable[[type], tuple[str, ...]] = chil
                 is_node = _is_node_class[cls] = issubclass(cls, cst.CSTNode)
             if is_node:
                 found.append(value)
+    return found
+
+
+def name_reads(root: cst.CSTNode) -> Counter[str]:
+    """How often each name is written in `root` outside import statements,
+    not counting an attribute's own name (`name` in `x.name`): a name that
+    is imported and never used has no count."""
+    found: Counter[str] = Counter()
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            continue
+        if isinstance(node, cst.Name):
+            found[node.value] += 1
+        elif isinstance(node, cst.Attribute):
+            todo.append(node.value)
+            continue
+        todo.extend(children(node))
     return found
