@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from ddplint.analysis.collective_calls import CollectiveCalls
 from ddplint.analysis.data import DataAnalysis
 from ddplint.analysis.decisions import PerRankValues
 from ddplint.analysis.distributed import DistributedContext, launched_per_rank, runs_per_rank
@@ -59,6 +60,7 @@ class SemanticModel:
         self._flow: ValueFlow | None = None
         self._per_rank_values: PerRankValues | None = None
         self._rank_advice: RankAdvice | None = None
+        self._collective_calls: CollectiveCalls | None = None
 
     @property
     def analyses(self) -> tuple[object, ...]:
@@ -81,6 +83,15 @@ class SemanticModel:
         if self._rank_advice is None:
             self._rank_advice = RankAdvice(self.rank)
         return self._rank_advice
+
+    @property
+    def collective_calls(self) -> CollectiveCalls:
+        """The calls that perform a collective and the ranks that reach them:
+        a rule's trigger `record`s each call or loop during the walk, its
+        check asks `reach` after it (only with the rank analysis)."""
+        if self._collective_calls is None:
+            self._collective_calls = CollectiveCalls(self)
+        return self._collective_calls
 
     @property
     def rank_kinds(self) -> RankKinds:
