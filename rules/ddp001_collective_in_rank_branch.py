@@ -182,13 +182,16 @@ class CollectiveInRankBranch(Rule):
         code = self.ctx.module.code_for_node
         message = _message(reached.shown, guard, code(guard.test), code(guard.exit) if guard.exit is not None else None)
         fact, backend = reached.site.imported, reached.backend
-        helper = () if fact is None else (Related(fact.path, Span(fact.line, 1, fact.line, 1), "the helper, which performs the collective"),)  # fmt: skip
+        where = () if fact is None else (Related(fact.path, Span(fact.line, 1, fact.line, 1), _HELPER),)
         self.report(
             reached.site.node,
             _backend_message(message, backend) if backend is not None else message,
-            related=((guard.anchor, GUARD_KINDS_SHOWN[guard.kind.name]), *helper),
+            related=((guard.anchor, GUARD_KINDS_SHOWN[guard.kind.name]), *where),
             severity=Severity.WARNING if backend is not None else None,
         )
+
+
+_HELPER = "the helper, which performs the collective"
 
 
 def _backend_message(message: Callable[[Callable], str], backend: tuple[str, str, str]) -> Callable[[Callable], str]:

@@ -154,7 +154,8 @@ class CollectiveCalls:
         if shown is None and ctx.facts:
             fact = ctx.facts.first(ctx.imported_callees(func))
             if fact is not None and fact.collective and not switched_off(fact.switch, literal_arguments(node)):
-                shown, extra = f"`{ctx.module.code_for_node(func)}()` from {message_path(fact.path)}:{fact.line}", {"imported": fact}  # fmt: skip
+                where = f"{message_path(fact.path)}:{fact.line}"
+                shown, extra = f"`{ctx.module.code_for_node(func)}()` from {where}", {"imported": fact}
         if shown is None:
             if isinstance(func, cst.Attribute) and func.attr.value == "backward" and not node.args:
                 shown, extra = f"`{ctx.module.code_for_node(func)}()`", {"backward": True}
