@@ -56,6 +56,7 @@ from ddplint.analysis.rank_sets import RankSets
 from ddplint.analysis.rewrite import ProposedFix, keywords_fix
 from ddplint.lazy import cst
 from ddplint.model import Applicability
+from ddplint.solver import closure, solve
 
 if TYPE_CHECKING:
     from ddplint.analysis.view import ModelView
@@ -238,16 +239,7 @@ def performing_functions(
     calls that run whenever their caller runs (the call graph's references
     under no rank guard). detectron2's `comm.synchronize()` returns early in
     a one-process run and calls `dist.barrier()` otherwise: it performs one."""
-    found = set(direct)
-    pending = [(caller, tuple(targets)) for caller, targets in calls if caller is not None]
-    changed = True
-    while changed:
-        changed = False
-        for caller, targets in pending:
-            if caller not in found and any(t in found for t in targets):
-                found.add(caller)
-                changed = True
-    return found
+    return closure(direct, ((caller, tuple(targets)) for caller, targets in calls if caller is not None))
 
 
 def collective_name(call: cst.Call, ctx: ModelView) -> str | None:
@@ -739,23 +731,30 @@ class CollectiveChains:
                 p for p in self.performers
                 if p.function is not None and not p.lazy and self.every_call(p.guards, balance)
             ]  # fmt: skip
-            chains: dict[cst.FunctionDef, tuple[str, ...]] = {}
-            for p in counting:
-                if p.direct is not None:
-                    chains.setdefault(p.function, p.direct)  # type: ignore[arg-type]
-            changed = True
-            while changed:
-                changed = False
-                for p in counting:
-                    if p.function not in chains:
-                        chain = self._chain(p, chains, self.switches)
-                        if chain is not None:
-                            chains[p.function] = chain  # type: ignore[index]
-                            changed = True
+            chains = self._chains(counting)
             switches = self._switches(counting, chains)
             if chains == self.chains and switches == self.switches:
                 return
             self.chains, self.switches = chains, switches
+
+    def _chains(self, counting: Sequence[Performer]) -> dict[cst.FunctionDef, tuple[str, ...]]:
+        """Each function of `counting` -> the chain of its performer (in walk
+        order, round after round) first found to reach a collective."""
+        chains: dict[cst.FunctionDef, tuple[str, ...]] = {}
+        for p in counting:
+            if p.direct is not None:
+                chains.setdefault(p.function, p.direct)  # type: ignore[arg-type]
+
+        def chain(p: Performer, known: Mapping) -> tuple[str, ...] | None:
+            if p.function in chains:
+                return None  # its function's chain is known (`chains` is `known` by function)
+            found = self._chain(p, chains, self.switches)
+            if found is not None:
+                chains[p.function] = found  # type: ignore[index]
+            return found
+
+        solve(counting, chain)
+        return chains
 
     def _switches(self, counting: Sequence[Performer], chains: Mapping) -> dict[cst.FunctionDef, Switch]:
         found: dict[cst.FunctionDef, Switch | None] = {}

@@ -31,13 +31,14 @@ epoch loop), or in a function such a loop calls.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from ddplint.analysis.catalogue import ONE_RANK_FUNCTION_WORDS
 from ddplint.analysis.classes import base_names
 from ddplint.analysis.guards import _LEVEL, SELECTING, Guard, GuardKind, RankView, Runs, Site, larger, smaller
 from ddplint.analysis.rank_sets import RankSets
 from ddplint.lazy import cst
+from ddplint.solver import closure, solve
 
 if TYPE_CHECKING:
     from ddplint.analysis.callgraph import CallGraph
@@ -190,22 +191,29 @@ class ExecutionModel:
         runs: dict[cst.FunctionDef, Runs] = {f: Runs.ALL for f in self._entry_points()} if local else {}
         for function, called in self._called_from_elsewhere():
             runs[function] = larger(runs.get(function, called), called)
-        changed = True
-        while changed:
-            changed = False
-            for reference in graph.references:
-                caller = self._caller_runs(reference, runs)
-                if caller is None:
-                    continue
-                reached = smaller(caller, self.guards_runs(reference.guards))
-                for target in graph.targets_of(reference):
-                    here = reached
-                    if target in graph.defined_under:  # `if RANK == 0: def report(...)`: rank 0's version
-                        here = smaller(here, self.guards_runs(graph.defined_under[target]))
-                    if target not in runs or _LEVEL[here] > _LEVEL[runs[target]]:
-                        runs[target] = here if target not in runs else larger(runs[target], here)
-                        changed = True
-        return runs
+        # Each function: the most ranks any call of it reaches (a caller's ranks,
+        # narrowed by the guards around the call and around the definition).
+        calls: dict[cst.FunctionDef, list] = {}
+        readers: dict = {}
+        for reference in graph.references:
+            guards = self.guards_runs(reference.guards)
+            for target in graph.targets_of(reference):
+                here = guards
+                if target in graph.defined_under:  # `if RANK == 0: def report(...)`: rank 0's version
+                    here = smaller(here, self.guards_runs(graph.defined_under[target]))
+                calls.setdefault(target, []).append((reference, here))
+                readers.setdefault(reference.function, []).append(target)
+
+        def reached(target: cst.FunctionDef, known: Mapping) -> Runs | None:
+            found = known.get(target)
+            for reference, guards in calls[target]:
+                caller = self._caller_runs(reference, known)
+                if caller is not None:
+                    here = smaller(caller, guards)
+                    found = here if found is None else larger(found, here)
+            return found
+
+        return solve(calls, reached, start=runs, readers=readers, grows=lambda old, new: _LEVEL[new] > _LEVEL[old])
 
     def _module_level_per_rank(self) -> bool:
         """Whether the module's own code shows it runs per rank: a module that
@@ -286,16 +294,7 @@ class ExecutionModel:
         or that call such code (`main()` calling a `setup()` that joins the group)."""
         graph = self.graph
         called = {t for r in graph.references for t in graph.targets_of(r)}
-        evidence = set(graph.evidence)
-        changed = True
-        while changed:
-            changed = False
-            for reference in graph.references:
-                caller = reference.function
-                if caller is not None and caller not in evidence and not reference.launch:
-                    if any(t in evidence for t in graph.targets_of(reference)):
-                        evidence.add(caller)
-                        changed = True
+        evidence = closure(graph.evidence, _calls(graph))
         entries = []
         body = self.body_entries()
         for functions in graph.functions.values():
@@ -339,15 +338,8 @@ class ExecutionModel:
             # is one rank's version: its body shows nothing of who calls it.
             versions = {f for f, guards in graph.defined_under.items() if rank.any_rank_guard(guards)}
             found -= versions
-            changed = bool(found)
-            while changed:
-                changed = False
-                for reference in graph.references:
-                    caller = reference.function
-                    if caller in graph.top_level and caller not in found and caller not in versions and not reference.launch:
-                        if any(t in found for t in graph.targets_of(reference)):
-                            found.add(caller)
-                            changed = True
+            if found:
+                found = closure(found, ((f, t) for f, t in _calls(graph) if f in graph.top_level and f not in versions))
             called = {t for r in graph.references for t in graph.targets_of(r)}
             found = {f for f in found if f not in called and not _one_rank_helper(f.name.value)}
         return found
@@ -364,22 +356,12 @@ class ExecutionModel:
         if self._parent is not None:
             return self._parent
         graph = self.graph
-        found: set = set()
-        changed = True
-        while changed:
-            changed = False
-            for reference in graph.references:
-                if reference.launch:
-                    continue
-                launcher = self._launcher_code(reference.function, reference.path, reference.main_block)
-                if not (reference.function in found or launcher):
-                    continue
-                for target in graph.targets_of(reference):
-                    if target not in found:
-                        found.add(target)
-                        changed = True
-        self._parent = found
-        return found
+        launched = (
+            t for r in graph.references if not r.launch and self._launcher_code(r.function, r.path, r.main_block)
+            for t in graph.targets_of(r)
+        )  # fmt: skip
+        self._parent = closure(launched, _called_by(graph))
+        return self._parent
 
     # ------------------------------------------------------------ repetition
 
@@ -390,15 +372,7 @@ class ExecutionModel:
     def _training_loops(self) -> set:
         """Loops that take a step, loops around them, and loops calling a function that trains."""
         graph = self.graph
-        trains = set(graph.trains)
-        changed = True
-        while changed:
-            changed = False
-            for reference in graph.references:
-                if reference.function is not None and reference.function not in trains and not reference.launch:
-                    if any(t in trains for t in graph.targets_of(reference)):
-                        trains.add(reference.function)
-                        changed = True
+        trains = closure(graph.trains, _calls(graph))
         loops = set(graph.training_loops)
         for reference in graph.references:
             if not reference.launch and any(t in trains for t in graph.targets_of(reference)):
@@ -413,17 +387,23 @@ class ExecutionModel:
         for reference in graph.references:
             if not reference.launch and self._in_training(reference.loops):
                 found.update(graph.targets_of(reference))
-        changed = True
-        while changed:
-            changed = False
-            for reference in graph.references:
-                if reference.function in found and not reference.launch:
-                    for target in graph.targets_of(reference):
-                        if target not in found:
-                            found.add(target)
-                            changed = True
-        self._repeated = found
-        return found
+        self._repeated = closure(found, _called_by(graph))
+        return self._repeated
+
+
+def _calls(graph) -> list[tuple[cst.FunctionDef, tuple]]:
+    """(caller, its callees) of each call in a function, launches left out:
+    `closure` over them gives the callers, transitively, of a set."""
+    return [(r.function, tuple(graph.targets_of(r))) for r in graph.references if r.function is not None and not r.launch]
+
+
+def _called_by(graph) -> list[tuple[cst.FunctionDef, tuple]]:
+    """(callee, (its caller,)) of each call in a function, launches left out:
+    `closure` over them gives the callees, transitively, of a set."""
+    return [
+        (target, (r.function,)) for r in graph.references if r.function is not None and not r.launch
+        for target in graph.targets_of(r)
+    ]  # fmt: skip
 
 
 def _one_rank_helper(name: str) -> bool:

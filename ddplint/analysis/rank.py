@@ -25,7 +25,7 @@ its condition is rank-dependent.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from ddplint.analysis import catalogue
 from ddplint.analysis.blocks import LEAVING_CALLS, early_exits, last_statement, nested_exits
@@ -39,6 +39,7 @@ from ddplint.analysis.single_process import SingleProcessCode, is_unset_test
 from ddplint.analysis.values import is_none_literal
 from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
+from ddplint.solver import solve
 
 if TYPE_CHECKING:
     from ddplint.analysis.view import ModelView
@@ -90,7 +91,7 @@ class RankAnalysis:
         self.attributes: dict[str, set] = defaultdict(set)
         self.attribute_values: dict[str, list[cst.BaseExpression]] = defaultdict(list)
         self.staggered_functions: set[str] = set()
-        self._solved: tuple[set, set, set] | None = None
+        self._solved: dict | None = None
         #: A parameter was first asked after `_solved` was computed.
         self._unsolved = False
         #: Parameters whose rank dependence some expression hinges on.
@@ -543,45 +544,39 @@ class RankAnalysis:
             _string(node.slice[0].slice.value) in RANK_ENV
         )
 
-    def _solve(self) -> tuple[set, set, set]:
-        """Functions, attribute names and parameters whose value is
-        rank-dependent (a fixed point over the whole module)."""
+    def _solve(self) -> dict:
+        """The functions, ``("attr", name)`` attributes and ``("param", p)``
+        parameters whose value is rank-dependent (a fixed point over the whole
+        module), each mapped to True."""
         if self._solved is not None and not self._unsolved:
             return self._solved
         if not self.final:
             raise RuntimeError("rank dependence asked before the walk ended; ask in finish()")
-        if self._solved is not None:
-            # A parameter first asked after the walk (a write's path checked in a
-            # deferred check): the fixed point only grows, so go on from it.
-            solved = self._solved
-            functions, attributes, params = solved
-            self._unsolved = False
-        else:
-            functions, attributes, params = set(), set(), set(self.execution.launched_parameters())
-            solved = (functions, attributes, params)
-        changed = True
-        while changed:
-            changed = False
-            for function, deps in self.returns.items():
-                if function not in functions and self._resolves(deps, solved):
-                    functions.add(function)
-                    changed = True
-            for name, deps in self.attributes.items():
-                if name not in attributes and self._resolves(deps, solved):
-                    attributes.add(name)
-                    changed = True
-            for name, defs in self.functions.items():
-                if name not in attributes and any(f in functions and _is_property(f) for f in defs):
-                    attributes.add(name)
-                    changed = True
-            for param in self._asked_params:
-                if param not in params and self._bound_to_rank(param, solved):
-                    params.add(param)
-                    changed = True
-        self._solved = solved
-        return solved
+        # A parameter first asked after the walk (a write's path checked in a
+        # deferred check): the fixed point only grows, so go on from it.
+        start = self._solved if self._solved is not None else dict.fromkeys(
+            (("param", p) for p in self.execution.launched_parameters()), True
+        )
+        self._unsolved = False
+        attributes = dict.fromkeys((*self.attributes, *self.functions))
+        keys = (*self.returns, *(("attr", name) for name in attributes), *(("param", p) for p in self._asked_params))
+        self._solved = solve(keys, self._dependent, start=start)
+        return self._solved
 
-    def _bound_to_rank(self, param: cst.Param, solved: tuple[set, set, set]) -> bool:
+    def _dependent(self, key, known: Mapping) -> bool | None:
+        """One step of `_solve`: whether `key` is rank-dependent given `known`."""
+        if key in known:
+            return True
+        if isinstance(key, cst.FunctionDef):
+            return self._resolves(self.returns[key], known) or None
+        kind, name = key
+        if kind == "param":
+            return self._bound_to_rank(name, known) or None
+        if name in self.attributes and self._resolves(self.attributes[name], known):
+            return True
+        return any(f in known and _is_property(f) for f in self.functions.get(name, ())) or None
+
+    def _bound_to_rank(self, param: cst.Param, solved: Mapping) -> bool:
         """Whether every call of the parameter's function in the module passes
         it a rank-dependent value (and there is at least one)."""
         owner = self.graph.parameters.get(param)
@@ -604,19 +599,12 @@ class RankAnalysis:
                 return False
         return True
 
-    def _resolves(self, deps: Deps, solved: tuple[set, set, set]) -> bool:
-        functions, attributes, params = solved
+    def _resolves(self, deps: Deps, solved: Mapping) -> bool:
         for dep in deps:
-            if dep == DIRECT or dep in functions:
+            if dep == DIRECT or dep in solved:  # a function, ("attr", name), ("param", p)
                 return True
-            if isinstance(dep, tuple):
-                kind, name = dep
-                if kind == "attr" and name in attributes:
-                    return True
-                if kind == "method" and any(f in functions for f in self.functions.get(name, ())):
-                    return True
-                if kind == "param" and name in params:
-                    return True
+            if isinstance(dep, tuple) and dep[0] == "method" and any(f in solved for f in self.functions.get(dep[1], ())):
+                return True
         return False
 
     def is_rank_dependent(self, deps: Deps) -> bool:

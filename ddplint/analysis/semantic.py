@@ -13,6 +13,7 @@ from typing import Iterable
 
 from ddplint.analysis.amp import ScalerSteps
 from ddplint.analysis.barriers import Barriers
+from ddplint.analysis.collective_calls import CollectiveCalls
 from ddplint.analysis.data import DataAnalysis
 from ddplint.analysis.decisions import PerRankValues
 from ddplint.analysis.distributed import DistributedContext, launched_per_rank, runs_per_rank
@@ -68,6 +69,7 @@ class SemanticModel:
         self._flow: ValueFlow | None = None
         self._per_rank_values: PerRankValues | None = None
         self._rank_advice: RankAdvice | None = None
+        self._collective_calls: CollectiveCalls | None = None
 
     @property
     def analyses(self) -> tuple[object, ...]:
@@ -90,6 +92,15 @@ class SemanticModel:
         if self._rank_advice is None:
             self._rank_advice = RankAdvice(self.rank)
         return self._rank_advice
+
+    @property
+    def collective_calls(self) -> CollectiveCalls:
+        """The calls that perform a collective and the ranks that reach them:
+        a rule's trigger `record`s each call or loop during the walk, its
+        check asks `reach` after it (only with the rank analysis)."""
+        if self._collective_calls is None:
+            self._collective_calls = CollectiveCalls(self)
+        return self._collective_calls
 
     @property
     def rank_kinds(self) -> RankKinds:
