@@ -13,6 +13,7 @@ from typing import Iterable
 
 from ddplint.analysis.data import DataAnalysis
 from ddplint.analysis.decisions import PerRankValues
+from ddplint.analysis.devices import Devices
 from ddplint.analysis.distributed import DistributedContext, launched_per_rank, runs_per_rank
 from ddplint.analysis.flow import ValueFlow
 from ddplint.analysis.loops import TrainingLoops
@@ -26,7 +27,7 @@ from ddplint.lazy import cst
 from ddplint.project.facts import NO_FACTS, FileFacts
 
 #: The optional analyses a rule can ask for with ``requires``.
-OPTIONAL_ANALYSES = {"rank": RankAnalysis, "loops": TrainingLoops, "data": DataAnalysis, "rank_kinds": RankKinds}
+OPTIONAL_ANALYSES = {"rank": RankAnalysis, "loops": TrainingLoops, "data": DataAnalysis, "rank_kinds": RankKinds, "devices": Devices}
 
 
 class SemanticModel:
@@ -86,6 +87,11 @@ class SemanticModel:
     def rank_kinds(self) -> RankKinds:
         """Which rank attributes are assigned (only for rules with ``requires = {"rank_kinds"}``)."""
         return self._optional["rank_kinds"]  # type: ignore[return-value]
+
+    @property
+    def devices(self) -> Devices:
+        """Where tensors live and which GPU each process uses (only for rules with ``requires = {"devices"}``)."""
+        return self._optional["devices"]  # type: ignore[return-value]
 
     @property
     def data(self) -> DataAnalysis:
