@@ -82,14 +82,14 @@ class CpuTensorCollective(Rule):
 
     def trigger_Call(self, node: cst.Call) -> bool:
         ctx = self.ctx
-        if not ctx.devices.nccl_in_sight:
+        if not ctx.devices.nccl_in_sight or ctx.devices.builds_on_gpu_here():
             return False
         helper = isinstance(node.func, cst.Name) and any(isinstance(v, cst.FunctionDef) for v in ctx.values_of(node.func))
         return helper or sent_tensor(node, ctx) is not None
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
         devices = self.ctx.devices
-        if not devices.cpu_tensors_fail or devices.builds_on_gpu_here():
+        if not devices.cpu_tensors_fail:
             return
         tensor = sent_tensor(node, self.ctx)
         if tensor is not None and (devices.on_cpu(tensor) or devices.cpu_attribute(tensor)):

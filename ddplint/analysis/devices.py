@@ -226,12 +226,15 @@ class Devices:
     @cached_property
     def nccl_in_sight(self) -> bool:
         """Whether the module's process group uses NCCL, by its text: a literal
-        NCCL backend, or `init_process_group` in a module that uses CUDA; and
-        factories do not build on the GPU by default (`set_default_device`)."""
+        NCCL backend, or `init_process_group` in a module that uses CUDA."""
         source = self.ctx.source
-        if _DEFAULT_CUDA.search(source):
-            return False
         return bool(_NCCL.search(source)) or ("init_process_group" in source and "cuda" in source)
+
+    @cached_property
+    def factories_on_gpu(self) -> bool:
+        """Whether the module makes tensor factories build on the GPU by default
+        (`torch.set_default_device(...)`, `set_default_tensor_type(torch.cuda...)`)."""
+        return bool(_DEFAULT_CUDA.search(self.ctx.source))
 
     @property
     def cpu_tensors_fail(self) -> bool:
@@ -257,7 +260,10 @@ class Devices:
         return bool(assigned) and all(assigned)
 
     def builds_on_gpu_here(self) -> bool:
-        """Whether tensor factories build on the GPU here: inside ``with torch.device(...):``."""
+        """Whether tensor factories build on the GPU here: inside ``with
+        torch.device(...):``, or in a module that sets the default device."""
+        if self.factories_on_gpu:
+            return True
         for node in self.ctx.stack:
             if isinstance(node, cst.With):
                 for item in node.items:
@@ -335,7 +341,7 @@ class Devices:
 
     def _note_sending(self, call: cst.Call) -> None:
         """`def reduce_value(t): dist.all_reduce(t)`: the function sends what its callers pass."""
-        if not self.nccl_in_sight or self.builds_on_gpu_here():
+        if self.builds_on_gpu_here():
             return
         tensor = sent_tensor(call, self.ctx)
         function = self.ctx.enclosing_function()
@@ -367,7 +373,8 @@ class Devices:
         factory without a device (or with `device="cpu"`), moved with `.cpu()`
         or `.to("cpu")`, or derived from such a tensor by an operation that
         keeps the device (`.float()`, `.clone()`, arithmetic with numbers,
-        `+=`, `torch.stack` of CPU tensors)."""
+        `+=`, `torch.stack` of CPU tensors). A factory is read as the CPU's:
+        where code makes factories build on the GPU, `builds_on_gpu_here` says so."""
         if depth > _MAX_DEPTH:
             return False
         depth += 1
