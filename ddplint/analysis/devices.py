@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ddplint.analysis.callgraph import is_main_test
+from ddplint.analysis.calls import bind_to_function, keyword_value
 from ddplint.analysis.catalogue import (
     DEVICE_SETTERS,
     ENV_SETTERS,
@@ -79,15 +80,10 @@ def sets_visible_devices(node: cst.CSTNode) -> bool:
 # ------------------------------------------------------------ process groups
 
 
-def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
-    """The value of the keyword argument `name` of `call`, if passed."""
-    return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
-
-
 def group_backend(call: cst.Call) -> cst.BaseExpression | None:
     """The backend a call of `init_process_group` or `new_group` names
     (`backend=`, or `init_process_group`'s first positional argument)."""
-    backend = keyword(call, "backend")
+    backend = keyword_value(call, "backend")
     if backend is None and last_name(call.func) == "init_process_group" and call.args and call.args[0].keyword is None:
         backend = call.args[0].value
     return backend
@@ -146,7 +142,7 @@ WITHOUT_MAP_LOCATION = "without `map_location`"
 
 def map_location(call: cst.Call) -> cst.BaseExpression | None:
     """The `map_location` argument of `torch.load` (keyword or second positional)."""
-    location = keyword(call, "map_location")
+    location = keyword_value(call, "map_location")
     positional = [a for a in call.args if a.keyword is None]
     if location is None and len(positional) >= 2:
         location = positional[1].value
@@ -213,8 +209,8 @@ class Devices:
         self._augmented: dict[int, str] = {}
         #: Whether each assignment of `self.<name>` in the module puts a CPU tensor there.
         self._attributes: dict[str, list[bool]] = {}
-        #: Module functions whose parameter a collective sends as it is -> {parameter: collective shown}.
-        self._sending: dict[cst.FunctionDef, dict[cst.Param, str]] = {}
+        #: Module functions whose parameter a collective sends as it is -> {parameter name: collective shown}.
+        self._sending: dict[cst.FunctionDef, dict[str, str]] = {}
         self._pinned = False
         #: `dist.barrier(device_ids=[...])` names the GPU of the one collective it makes...
         self._barrier_devices = False
@@ -279,20 +275,13 @@ class Devices:
         func = call.func
         if not isinstance(func, cst.Name) or any(arg.star for arg in call.args):
             return None  # `f(*args)`: positions unknown
-        targets = [v for v in self.ctx.values_of(func) if isinstance(v, cst.FunctionDef) and v in self._sending]
-        for target in targets:
-            params = target.params
-            positional = (*params.posonly_params, *params.params)
-            keyword_params = {p.name.value: p for p in (*positional, *params.kwonly_params)}
-            index = 0
-            for arg in call.args:
-                if arg.keyword is not None:
-                    param = keyword_params.get(arg.keyword.value)
-                else:
-                    param = positional[index] if index < len(positional) else None
-                    index += 1
-                if param is not None and param in self._sending[target] and self.on_cpu(arg.value):
-                    return self.ctx.module.code_for_node(arg.value), target.name.value, self._sending[target][param]
+        for target in self.ctx.values_of(func):
+            sending = self._sending.get(target) if isinstance(target, cst.FunctionDef) else None
+            if not sending:
+                continue
+            for name, arg in bind_to_function(call, target, False).explicit.items():
+                if name in sending and self.on_cpu(arg.value):
+                    return self.ctx.module.code_for_node(arg.value), target.name.value, sending[name]
         return None
 
     # ---------------------------------------------------------- walk
@@ -350,16 +339,16 @@ class Devices:
         values = self.ctx.values_of(tensor)
         if len(values) == 1 and values[0] in (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params):
             shown = f"`{self.ctx.module.code_for_node(call.func)}()`"
-            self._sending.setdefault(function, {}).setdefault(values[0], shown)
+            self._sending.setdefault(function, {}).setdefault(values[0].name.value, shown)
 
     def _note_pinning(self, node: cst.Call) -> None:
         names = self.ctx.qualified_names(node.func)
         if names & INIT_PROCESS_GROUP:
-            self._pinned |= keyword(node, "device_id") is not None
+            self._pinned |= keyword_value(node, "device_id") is not None
         elif sets_visible_devices(node) or last_name(node.func) in DEVICE_SETTERS or names & {"torch.cuda.device"}:
             self._pinned = True
         elif collective_name(node, self.ctx) is not None:
-            if last_name(node.func) == "barrier" and keyword(node, "device_ids") is not None:
+            if last_name(node.func) == "barrier" and keyword_value(node, "device_ids") is not None:
                 self._barrier_devices = True
             else:
                 self._other_collectives = True
@@ -404,7 +393,7 @@ class Devices:
             )  # fmt: skip
         if not names & TENSOR_FACTORIES:
             return False
-        device = keyword(node, "device")
+        device = keyword_value(node, "device")
         if device is not None:
             return self._is_cpu_device(device)
         if names & LIKE_FACTORIES:  # where its model tensor is
@@ -442,7 +431,7 @@ class Devices:
 
     def _moved_to_cpu(self, call: cst.Call, tensor: cst.BaseExpression, depth: int) -> bool:
         """`t.to("cpu")` is on the CPU; `t.to(torch.float64)` stays where `t` is."""
-        device = keyword(call, "device")
+        device = keyword_value(call, "device")
         positional = [a.value for a in call.args if a.keyword is None]
         if device is None and positional and not self._is_dtype(positional[0]):
             device = positional[0]
