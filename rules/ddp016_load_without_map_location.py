@@ -5,7 +5,7 @@ from __future__ import annotations
 from ddplint.analysis.catalogue import TORCH_LOADS
 from ddplint.analysis.devices import WITHOUT_MAP_LOCATION, in_deviceless_branch, load_placement
 from ddplint.analysis.rank import Site
-from ddplint.analysis.rewrite import ProposedFix, with_keyword
+from ddplint.analysis.rewrite import ProposedFix, with_keywords
 from ddplint.lazy import cst
 from ddplint.model import Applicability, Severity
 from ddplint.rule import Rule
@@ -79,20 +79,20 @@ class LoadWithoutMapLocation(Rule):
     tags = ("memory", "correctness")
 
     def trigger_Call(self, node: cst.Call) -> bool:
-        return bool(node.args) and bool(self.ctx.qualified_names(node.func) & TORCH_LOADS) and load_placement(node) is not None
+        loads = bool(self.ctx.qualified_names(node.func) & TORCH_LOADS)
+        return bool(node.args) and loads and load_placement(node) is not None
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
-        rank = self.ctx.rank
-        if rank.expression_is_rank_dependent(node.args[0].value):
-            return  # `queue{rank}.pth`: each rank loads the file it wrote from its own GPU
-        runs = rank.runs(site)
-        if not runs.many or in_deviceless_branch(self.ctx):
+        rank, runs = self.ctx.rank, self.ctx.rank.runs(site)
+        # `queue{rank}.pth`: each rank loads the file it wrote from its own GPU
+        if rank.expression_is_rank_dependent(node.args[0].value) or not runs.many or in_deviceless_branch(self.ctx):
             return
         why = load_placement(node)
-        cpu = ProposedFix('Load to the CPU: `map_location="cpu"`', ((node, with_keyword(node, "map_location", cst.SimpleString('"cpu"'))),), Applicability.UNSAFE)
+        to_cpu = with_keywords(node, ("map_location",), '"cpu"')
+        fix = ProposedFix('Load to the CPU: `map_location="cpu"`', ((node, to_cpu),), Applicability.UNSAFE)
         self.report(
             node,
             f"`torch.load(...)` {why} runs on {runs.value}: each of them puts the checkpoint's tensors on the "
             'device they were saved from (usually GPU 0); pass `map_location="cpu"` or the rank\'s own device',
-            fix=cpu if why == WITHOUT_MAP_LOCATION else None,
+            fix=fix if why == WITHOUT_MAP_LOCATION else None,
         )
