@@ -1,6 +1,13 @@
 """Devices: which GPUs a process sees and uses, and where tensors live.
 
-Which GPUs a process sees: `CUDA_VISIBLE_DEVICES` written by the module.
+* which GPUs a process sees (`sets_visible_devices`) and whether the module
+  pins each process to its GPU (`Devices.pins_gpu`);
+* which backend a process group uses (`group_backend`, `picks_nccl`,
+  `carries_cpu`) and which tensor a collective sends (`sent_tensor`);
+* where a tensor lives (`Devices.on_cpu`: built on the CPU, moved, derived),
+  what a module function sends of its arguments (`Devices.sent_by_helper`);
+* where `torch.load` puts a checkpoint's tensors (`load_placement`,
+  `in_deviceless_branch`).
 
 A process launched with `CUDA_VISIBLE_DEVICES=<its local rank>` sees one GPU,
 which is `cuda:0` to it: `torch.cuda.set_device(0)` and `"cuda:0"` are then
