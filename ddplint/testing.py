@@ -108,6 +108,23 @@ class ModelOf:
             self.model.stack.clear()
 
 
+    def on_cpu(self, line: int) -> bool:
+        """Whether the tensor on `line` (an assignment's value, an expression
+        statement's) certainly lives on the CPU (`Devices.on_cpu`, asked where
+        the line is)."""
+        node, _ = self._at(line)
+        body = node.body[0] if isinstance(node, cst.SimpleStatementLine) and node.body else node
+        value = getattr(body, "value", None)
+        if value is None:
+            raise ValueError(f"line {line} holds no value")
+        stack, mark = self.positions[node]
+        self.model.stack[:] = stack
+        try:
+            with self.model.scopes.restored(mark):
+                return self.model.devices.on_cpu(value)
+        finally:
+            self.model.stack.clear()
+
     def unreduced(self, line: int) -> bool:
         """Whether the condition of the `if`/`while` on `line` (or the value
         assigned there) reads a per-rank value: a loss or metric of the rank's

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.conditions import mentions, none_branches
+from ddplint.analysis.catalogue import TORCH_LOADS
+from ddplint.analysis.devices import WITHOUT_MAP_LOCATION, in_deviceless_branch, load_placement
 from ddplint.analysis.rank import Site
-from ddplint.analysis.tree import descendants
-from ddplint.analysis.rewrite import ProposedFix
+from ddplint.analysis.rewrite import ProposedFix, with_keywords
 from ddplint.lazy import cst
 from ddplint.model import Applicability, Severity
 from ddplint.rule import Rule
-
-LOADS = frozenset({"torch.load", "torch.serialization.load"})
-#: `map_location` values that send every rank's copy to the first GPU
-#: (`"cuda"` alone is the current device: the rank's own after `set_device`).
-_FIRST_GPU = frozenset({"cuda:0"})
 
 
 class LoadWithoutMapLocation(Rule):
@@ -79,78 +74,25 @@ class LoadWithoutMapLocation(Rule):
     summary = "torch.load on every rank without map_location: all ranks load onto GPU 0."
     requires = frozenset({"rank"})
     distributed_only = True
-    tokens = ("load",)
+    tokens = tuple(sorted({name.rsplit(".", 1)[1] for name in TORCH_LOADS}))
     preview = True
     tags = ("memory", "correctness")
 
     def trigger_Call(self, node: cst.Call) -> bool:
-        return bool(node.args) and bool(self.ctx.qualified_names(node.func) & LOADS) and self._why(node) is not None
+        loads = bool(self.ctx.qualified_names(node.func) & TORCH_LOADS)
+        return bool(node.args) and loads and load_placement(node) is not None
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
-        rank = self.ctx.rank
-        if rank.expression_is_rank_dependent(node.args[0].value):
-            return  # `queue{rank}.pth`: each rank loads the file it wrote from its own GPU
-        runs = rank.runs(site)
-        if not runs.many or self._no_device_branch():
+        rank, runs = self.ctx.rank, self.ctx.rank.runs(site)
+        # `queue{rank}.pth`: each rank loads the file it wrote from its own GPU
+        if rank.expression_is_rank_dependent(node.args[0].value) or not runs.many or in_deviceless_branch(self.ctx):
             return
-        why = self._why(node)
+        why = load_placement(node)
+        to_cpu = with_keywords(node, ("map_location",), '"cpu"')
+        fix = ProposedFix('Load to the CPU: `map_location="cpu"`', ((node, to_cpu),), Applicability.UNSAFE)
         self.report(
             node,
             f"`torch.load(...)` {why} runs on {runs.value}: each of them puts the checkpoint's tensors on the "
             'device they were saved from (usually GPU 0); pass `map_location="cpu"` or the rank\'s own device',
-            fix=_add_map_location(node) if why == _WITHOUT else None,
+            fix=fix if why == WITHOUT_MAP_LOCATION else None,
         )
-
-    def _no_device_branch(self) -> bool:
-        """Whether the load is in the ``if args.gpu is None:`` branch of a
-        test whose other branch loads to that device (``map_location=
-        f"cuda:{args.gpu}"``): the device index is what each process of a
-        one-process-per-GPU run owns, so the None branch is the run without
-        one (a single process, DataParallel, or one process per node)."""
-        for subject, other in none_branches(self.ctx.stack):
-            assigned = {
-                t.target.value: n.value for n in descendants(other, into_functions=False)
-                if isinstance(n, cst.Assign) for t in n.targets if isinstance(t.target, cst.Name)
-            }  # fmt: skip
-            for call in descendants(other, into_functions=False):
-                if not (isinstance(call, cst.Call) and self.ctx.qualified_names(call.func) & LOADS):
-                    continue
-                location = _location(call)
-                if isinstance(location, cst.Name) and location.value in assigned:
-                    location = assigned[location.value]  # `loc = "cuda:{}".format(args.gpu)`
-                if location is not None and mentions(location, subject):
-                    return True
-        return False
-
-    def _why(self, node: cst.Call) -> str | None:
-        """How the call places the tensors, when that is on the saving device; else None."""
-        location = _location(node)
-        if isinstance(location, cst.Name) and location.value == "None":
-            location = None  # `map_location=None`: the same as none
-        if location is None:
-            return _WITHOUT
-        if isinstance(location, cst.SimpleString) and location.evaluated_value in _FIRST_GPU:
-            return f"with `map_location={location.value}`"
-        return None
-
-
-_WITHOUT = "without `map_location`"
-
-
-def _location(node: cst.Call) -> cst.BaseExpression | None:
-    """The `map_location` argument of a load (keyword or second positional)."""
-    location = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "map_location"), None)
-    positional = [a for a in node.args if a.keyword is None]
-    if location is None and len(positional) >= 2:
-        location = positional[1].value
-    return location
-
-
-def _add_map_location(node: cst.Call) -> ProposedFix:
-    last = node.args[-1]
-    added = cst.Arg(
-        keyword=cst.Name("map_location"), value=cst.SimpleString('"cpu"'),
-        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-    )  # fmt: skip
-    args = (*node.args[:-1], last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), added)
-    return ProposedFix('Load to the CPU: `map_location="cpu"`', ((node, node.with_changes(args=args)),), Applicability.UNSAFE)

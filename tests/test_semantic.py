@@ -12,7 +12,7 @@ from ddplint.analysis.guards import Runs
 from ddplint.testing import lint, model_of
 
 SNIPPETS = Path(__file__).resolve().parent / "semantic"
-ANNOTATION_RE = re.compile(r"#\s*(?P<kind>runs|per-rank|repeated|unreduced):\s*(?P<value>[a-z-]+)\s*$")
+ANNOTATION_RE = re.compile(r"#\s*(?P<kind>runs|per-rank|repeated|unreduced|on-cpu):\s*(?P<value>[a-z-]+)\s*$")
 RUNS = {
     "all": Runs.ALL, "all-but-one": Runs.ALL_BUT_ONE, "per-node": Runs.PER_NODE, "some": Runs.SOME,
     "one": Runs.ONE, "launcher": Runs.LAUNCHER, "single": Runs.SINGLE, "unknown": Runs.UNKNOWN,
@@ -48,6 +48,8 @@ def test_the_model_answers_as_annotated(path: Path, line: int, kind: str, value:
         assert model.per_rank(line) is YES_NO[value]
     elif kind == "unreduced":
         assert model.unreduced(line) is YES_NO[value]
+    elif kind == "on-cpu":
+        assert model.on_cpu(line) is YES_NO[value]
     else:
         assert model.repeated(line) is YES_NO[value]
 

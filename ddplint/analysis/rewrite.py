@@ -70,13 +70,14 @@ def with_arg_value(call: cst.Call, arg: cst.Arg, value: cst.BaseExpression) -> c
 
 
 def with_keywords(call: cst.Call, keywords: tuple[str, ...], value: str = "True") -> cst.Call:
-    """`call` with `keyword=value` appended for each of `keywords` (`f(a, x=True, y=True)`)."""
+    """`call` with `keyword=value` appended for each of `keywords` (`f(a, x=True, y=True)`);
+    `value` is the source of an expression (`"True"`, `'"cpu"'`)."""
     args = list(call.args)
     for keyword in keywords:
         if args:
             args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
-        args.append(cst.Arg(keyword=cst.Name(keyword), value=cst.Name(value), equal=equal))
+        args.append(cst.Arg(keyword=cst.Name(keyword), value=cst.parse_expression(value), equal=equal))
     return call.with_changes(args=args)
 
 

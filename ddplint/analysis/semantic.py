@@ -16,6 +16,7 @@ from ddplint.analysis.barriers import Barriers
 from ddplint.analysis.collective_calls import CollectiveCalls
 from ddplint.analysis.data import DataAnalysis
 from ddplint.analysis.decisions import PerRankValues
+from ddplint.analysis.devices import Devices
 from ddplint.analysis.distributed import DistributedContext, launched_per_rank, runs_per_rank
 from ddplint.analysis.flow import ValueFlow
 from ddplint.analysis.loops import TrainingLoops
@@ -35,6 +36,7 @@ from ddplint.project.facts import NO_FACTS, FileFacts
 OPTIONAL_ANALYSES = {
     "data": DataAnalysis, "loops": TrainingLoops, "rank": RankAnalysis, "rank_kinds": RankKinds,
     "rank_zero": RankZeroTests, "outputs": Outputs, "barriers": Barriers, "amp": ScalerSteps,
+    "devices": Devices,
 }  # fmt: skip
 
 
@@ -121,6 +123,9 @@ class SemanticModel:
     def outputs(self) -> Outputs:
         """What the module prints, logs, tracks or opens, and what quiets it (only for rules with ``requires = {"outputs"}``)."""
         return self._optional["outputs"]  # type: ignore[return-value]
+    def devices(self) -> Devices:
+        """Where tensors live and which GPU each process uses (only for rules with ``requires = {"devices"}``)."""
+        return self._optional["devices"]  # type: ignore[return-value]
 
     @property
     def data(self) -> DataAnalysis:
