@@ -90,3 +90,21 @@ def test_every_collective_makes_its_module_worth_a_summary(names, requirements) 
     for name in sorted(names):
         text = "".join(f"# {group[0]}\n" for group in requirements) + f"def sync(x):\n    x.{name}()\n"
         assert summary_worthy(TextScan(text)), name
+
+
+def test_the_catalogue_defines_every_name_once():
+    """A vocabulary written twice is the bug this module exists to prevent: the
+    second definition silently replaces the first for every reader."""
+    import ast
+    from pathlib import Path
+
+    import ddplint.analysis.catalogue as module
+
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+    names: list[str] = []
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        names += [t.id for target in targets for t in ast.walk(target) if isinstance(t, ast.Name)]
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.append(node.name)
+    assert sorted({n for n in names if names.count(n) > 1}) == []

@@ -845,7 +845,7 @@ TORCH_DTYPES = frozenset(
      "int16", "int8", "uint8", "bool"}
 )  # fmt: skip
 #: Builtins that give Python numbers (`len(x)`).
-NUMBER_BUILTINS = frozenset({"builtins.len", "builtins.int", "builtins.float", "builtins.round", "builtins.abs"})
+NUMBER_BUILTIN_QUALNAMES = frozenset({"builtins.len", "builtins.int", "builtins.float", "builtins.round", "builtins.abs"})
 #: Tensor methods that give Python numbers (`t.item()`).
 NUMBER_METHODS = frozenset({"item", "numel", "size", "dim"})
 #: Functions that create a process group, whose backend says which tensors it moves.

@@ -35,7 +35,7 @@ from ddplint.analysis.catalogue import (
     GROUP_CREATORS,
     INIT_PROCESS_GROUP,
     LIKE_FACTORIES,
-    NUMBER_BUILTINS,
+    NUMBER_BUILTIN_QUALNAMES,
     NUMBER_METHODS,
     SAME_DEVICE_METHODS,
     SELF_PINNING,
@@ -422,7 +422,7 @@ class Devices:
         if isinstance(node, cst.Call):
             if isinstance(node.func, cst.Attribute) and node.func.attr.value in NUMBER_METHODS:
                 return True
-            return bool(self.ctx.qualified_names(node.func) & NUMBER_BUILTINS)
+            return bool(self.ctx.qualified_names(node.func) & NUMBER_BUILTIN_QUALNAMES)
         if isinstance(node, cst.Name):
             values = self.ctx.values_of(node)
             return bool(values) and all(

@@ -123,6 +123,8 @@ class SemanticModel:
     def outputs(self) -> Outputs:
         """What the module prints, logs, tracks or opens, and what quiets it (only for rules with ``requires = {"outputs"}``)."""
         return self._optional["outputs"]  # type: ignore[return-value]
+
+    @property
     def devices(self) -> Devices:
         """Where tensors live and which GPU each process uses (only for rules with ``requires = {"devices"}``)."""
         return self._optional["devices"]  # type: ignore[return-value]
