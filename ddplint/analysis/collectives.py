@@ -36,6 +36,10 @@ from ddplint.analysis.catalogue import (
     STATE_DICT_TYPE_SETTERS,
     BUFFERED_LAYERS,
     BUFFERLESS_LAYERS,
+    DDP_CLASSES,
+    FSDP_CLASSES,
+    FULLY_SHARD,
+    GRAD_SWITCHES,
     FABRIC,
     FABRIC_STRATEGY_WORDS,
     FABRIC_WRAPPERS,
@@ -109,24 +113,7 @@ ACCELERATOR_METHODS = frozenset(
 ENGINE_METHODS = frozenset({"save_checkpoint", "load_checkpoint"})
 STRATEGY_METHODS = frozenset({"barrier", "broadcast", "reduce", "all_gather"})
 
-DDP_CLASSES = frozenset(
-    {
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.nn.parallel.distributed.DistributedDataParallel",
-    }
-)
-FSDP_CLASSES = frozenset(
-    {
-        "torch.distributed.fsdp.FullyShardedDataParallel",
-        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
-    }
-)
 ACCELERATOR_CLASSES = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
-#: FSDP2: shards the module in place and returns it.
-FULLY_SHARD = frozenset(
-    {"torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fsdp.fully_shard",
-     "torch.distributed.fsdp.fully_shard.fully_shard"}
-)  # fmt: skip
 #: mpi4py communicator methods that every process of the communicator must call.
 MPI_COLLECTIVES = frozenset(
     {
@@ -553,13 +540,20 @@ def parameter_forward(call: cst.Call, ctx: ModelView) -> tuple[cst.FunctionDef, 
     return function, func.value
 
 
-def under_no_grad(stack: Sequence[cst.CSTNode], ctx: ModelView) -> bool:
+def under_no_grad(stack: Sequence[cst.CSTNode], ctx: ModelView, switched_off: bool = False) -> bool:
+    """Whether the node on top of `stack` runs with gradients off: in `with
+    torch.no_grad()`/`inference_mode()` or a function decorated with one;
+    `switched_off`: also in `with torch.set_grad_enabled(False)`."""
     for node in stack:
         if isinstance(node, cst.With):
             for item in node.items:
                 call = item.item
                 if isinstance(call, cst.Call) and ctx.qualified_names(call.func) & NO_GRAD_CONTEXTS:
                     return True
+                if switched_off and isinstance(call, cst.Call) and ctx.qualified_names(call.func) & GRAD_SWITCHES:
+                    value = call.args[0].value if call.args else None
+                    if isinstance(value, cst.Name) and value.value == "False":
+                        return True
         elif isinstance(node, cst.FunctionDef):
             for decorator in node.decorators:
                 expr = decorator.decorator
@@ -567,6 +561,14 @@ def under_no_grad(stack: Sequence[cst.CSTNode], ctx: ModelView) -> bool:
                 if ctx.qualified_names(expr) & NO_GRAD_CONTEXTS:
                     return True
     return False
+
+
+def detached(stack: Sequence[cst.CSTNode]) -> bool:
+    """Whether the call on top of `stack` is detached at once (`model(x).detach()`): no graph leaves it."""
+    return (
+        len(stack) >= 3 and isinstance(stack[-2], cst.Attribute) and stack[-2].attr.value == "detach"
+        and isinstance(stack[-3], cst.Call) and stack[-3].func is stack[-2]
+    )  # fmt: skip
 
 
 def _is_communicator(receiver: cst.BaseExpression, ctx: ModelView) -> bool:
