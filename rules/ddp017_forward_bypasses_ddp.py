@@ -6,7 +6,6 @@ from ddplint.analysis.blocks import ends_loops
 from ddplint.analysis.catalogue import BARE_MODULE, DDP_CLASSES, FSDP_CLASSES, UNWRAP_CALLS, WRAPPER_CALL_NAMES, covering_needles
 from ddplint.analysis.collectives import detached, under_no_grad
 from ddplint.analysis.guards import Site
-from ddplint.analysis.wrappers import module_forward
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
@@ -103,9 +102,7 @@ class ForwardBypassesDdp(Rule):
     tags = ("correctness",)
 
     def trigger_Call(self, node: cst.Call) -> bool:
-        func = node.func.value if isinstance(node.func, cst.Attribute) and node.func.attr.value == "forward" else node.func
-        around = module_forward(node.func)[0] is not None or self.ctx.models.holds_bare_module(func)
-        return around and bool(self.ctx.loops.enclosing_loops())
+        return self.ctx.models.may_bypass(node) and bool(self.ctx.loops.enclosing_loops())
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
         ctx = self.ctx

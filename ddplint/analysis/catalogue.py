@@ -635,3 +635,11 @@ LOADED_INTO_KEYWORDS = frozenset({"state_dict", "model"})
 MODEL_WRAPPERS = DDP_CLASSES | DATA_PARALLEL | frozenset({"torch.compile", "torch.nn.SyncBatchNorm.convert_sync_batchnorm"})
 #: Context managers that switch gradients off when given `False`.
 GRAD_SWITCHES = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled"})
+#: Text (a regular expression) that shows a module wraps a model whose backward
+#: all-reduces: DDP, FSDP, a DeepSpeed engine.
+WRAPS_MODELS_TEXT = "|".join((
+    *sorted({n.rsplit(".", 1)[1] for n in DDP_CLASSES | FSDP_CLASSES}),
+    *sorted({rf"\b{n.rsplit('.', 1)[1]}\b" for n in FULLY_SHARD}),
+    *(rf"\b{n}\(" for n in sorted(WRAPPER_CALL_NAMES - {"prepare"})),
+    *sorted(n.replace(".", r"\.") for n in DEEPSPEED_INITIALIZE if n.count(".") == 1),
+))  # fmt: skip

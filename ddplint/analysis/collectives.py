@@ -36,9 +36,7 @@ from ddplint.analysis.catalogue import (
     STATE_DICT_TYPE_SETTERS,
     BUFFERED_LAYERS,
     BUFFERLESS_LAYERS,
-    DDP_CLASSES,
     FSDP_CLASSES,
-    FULLY_SHARD,
     GRAD_SWITCHES,
     FABRIC,
     FABRIC_STRATEGY_WORDS,
@@ -55,6 +53,7 @@ from ddplint.analysis.calls import truth
 from ddplint.analysis.conditions import polarity
 from ddplint.analysis.guards import SELECTING, Guard, GuardKind, RankView
 from ddplint.analysis.rank_sets import RankSets
+from ddplint.analysis.wrappers import DDP, FSDP, wrapper_kind
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
@@ -395,11 +394,11 @@ def wrapped_model(
 def _wrapping(value: cst.CSTNode, ctx: ModelView, called: bool) -> WrappedModel | None:
     if not isinstance(value, cst.Call) or on_subgroup(value):
         return None
-    names = ctx.qualified_names(value.func)
-    if names and names <= DDP_CLASSES:
-        return WrappedModel("DDP", _syncs_buffers(value, ctx))
-    if names and names <= FSDP_CLASSES | FULLY_SHARD:
-        return WrappedModel("FSDP")
+    kind = wrapper_kind(value, ctx)
+    if kind == DDP:
+        return WrappedModel(DDP, _syncs_buffers(value, ctx))
+    if kind == FSDP:
+        return WrappedModel(FSDP)
     func = value.func
     if isinstance(func, cst.Attribute) and func.attr.value in FABRIC_WRAPPERS:
         one = func.attr.value == "setup_module" or called or len([a for a in value.args if a.keyword is None]) == 1

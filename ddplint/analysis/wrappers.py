@@ -82,12 +82,12 @@ class WrapStep:
 
 def wrapper_kind(value: cst.CSTNode, ctx: ModelView) -> str | None:
     """DDP, FSDP (FSDP1's class or `fully_shard`) or DP (`DataParallel`)
-    when `value` is a call constructing that wrapper, by the qualified names
-    of what it calls; else None."""
+    when `value` is a call constructing that wrapper: every qualified name
+    of what it calls is that wrapper's; else None."""
     if not isinstance(value, cst.Call):
         return None
     names = ctx.qualified_names(value.func)
-    return next((kind for kind, known in _KINDS if names & known), None)
+    return next((kind for kind, known in _KINDS if names and names <= known), None)
 
 
 _KINDS = ((DDP, DDP_CLASSES), (FSDP, SHARDING_WRAPPERS), (DP, DATA_PARALLEL))
@@ -160,6 +160,11 @@ def state_dict_calls(node: cst.BaseExpression, ctx: ModelView, follow: bool = Tr
     return []
 
 
+def _forwarded(func: cst.BaseExpression) -> cst.BaseExpression:
+    """`m` of `m.forward` (called), else `func`."""
+    return func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
+
+
 def _self_attribute(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
 
@@ -206,10 +211,9 @@ class Models:
                     self._bare.add(id(value))  # `raw_model = model.module` (not `model = model.module`)
 
     def visit_Call(self, node: cst.Call) -> None:
-        names = self.ctx.qualified_names(node.func)
-        if node.args and names & STATE_DICT_SAVES:
+        if node.args and self.ctx.qualified_names(node.func) & STATE_DICT_SAVES:
             self._saved.update(id(call) for call in state_dict_calls(node.args[0].value, self.ctx))
-        step = self._step(node, names)
+        step = self._step(node)
         if step is not None:
             self._steps[id(node)] = step
             self._order[(id(step.function), step.model)].append(step)
@@ -282,6 +286,11 @@ class Models:
         """A name bound to a known wrapper's bare module (``raw_model = model.module``)."""
         return isinstance(node, cst.Name) and bool(self._bare) and any(id(v) in self._bare for v in self.ctx.values_of(node))
 
+    def may_bypass(self, call: cst.Call) -> bool:
+        """Whether `call` may run a bare module (``w.module(...)``, a name bound
+        to one): cheap, for a deferred check's trigger; `bypass` answers."""
+        return module_forward(call.func)[0] is not None or self.holds_bare_module(_forwarded(call.func))
+
     def bypass(self, call: cst.Call) -> Bypass | None:
         """The call (the node being checked) as a forward of a bare module
         around its wrapper: ``w.module(x)``, ``w.module.forward(x)``,
@@ -291,9 +300,7 @@ class Models:
         code = self.ctx.module.code_for_node
         target, child = module_forward(call.func)
         if target is None:
-            func = call.func
-            func = func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func
-            return Bypass(code(call.func), "", False) if self.holds_bare_module(func) else None
+            return Bypass(code(call.func), "", False) if self.holds_bare_module(_forwarded(call.func)) else None
         stack = self.ctx.stack
         if child and (not call.args or (len(stack) >= 2 and isinstance(stack[-2], cst.Expr))):
             return None  # `model.module.reset_memory()`: no forward whose output is used
@@ -370,18 +377,19 @@ class Models:
         index = steps.index(step)
         return steps[:index], steps[index + 1 :]
 
-    def _step(self, node: cst.Call, names: frozenset[str | None]) -> WrapStep | None:
+    def _step(self, node: cst.Call) -> WrapStep | None:
         ctx = self.ctx
         first = node.args[0].value if node.args and node.args[0].keyword is None else None
-        if first is not None and names & SHARDING_WRAPPERS and not _keeps_parameters(node):
+        wrapper = wrapper_kind(node, ctx) if first is not None else None
+        if wrapper == FSDP and not _keeps_parameters(node):
             kind = SHARD
-        elif first is not None and names & DDP_CLASSES:
+        elif wrapper == DDP:
             kind = WRAP
         elif first is not None and last_name(node.func) == SYNC_BATCHNORM_CONVERSION:
             kind = CONVERT
         else:
             model = _parameters_of(node)
-            if model is None or not _is_optimizer(node, names):
+            if model is None or not _is_optimizer(node, ctx.qualified_names(node.func)):
                 return None
             return WrapStep(OPTIMIZER, ctx.module.code_for_node(model), node, ctx.enclosing_function())
         while isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) and first.func.attr.value in MOVING_METHODS:
