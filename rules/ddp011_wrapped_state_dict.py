@@ -79,20 +79,22 @@ class WrappedStateDict(Rule):
     tags = ("correctness",)
 
     def trigger_Call(self, node: cst.Call) -> bool:
-        return isinstance(node.func, cst.Attribute) and node.func.attr.value == "state_dict"
+        return bool(self.ctx.models.saved_state_dicts(node))
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
-        models, receiver = self.ctx.models, node.func.value  # type: ignore[attr-defined]
-        certain = models.wrapped(receiver) if models.saved(node) else None
-        if certain is None or models.handles_key_prefix(receiver):
-            return
-        shown = self.ctx.module.code_for_node(receiver)
-        if certain:
-            where, advice = "is a DDP/DataParallel wrapper, so this", f"`{shown}.module.state_dict()`"
-            fix = ProposedFix(f"Save {advice}", ((receiver, models.bare_module(receiver)),))
-        else:
-            where = "is wrapped in DDP/DataParallel on distributed runs, so there this"
-            advice = f'`getattr({shown}, "module", {shown}).state_dict()`'
-            fix = ProposedFix.display_only("Save the unwrapped module's state dict")
-        keys = "state dict's keys start with `module.` and will not load into the bare model"
-        self.report(node, f"`{shown}` {where} {keys}; save {advice}", fix=fix)
+        models, code = self.ctx.models, self.ctx.module.code_for_node
+        for state_dict in models.saved_state_dicts(node):
+            receiver = state_dict.func.value  # type: ignore[attr-defined]
+            certain = models.wrapped(receiver)
+            if certain is None or models.handles_key_prefix(receiver):
+                continue
+            shown = code(receiver)
+            if certain:
+                where, advice = "is a DDP/DataParallel wrapper, so this", f"`{shown}.module.state_dict()`"
+                fix = ProposedFix(f"Save {advice}", ((receiver, models.bare_module(receiver)),))
+            else:
+                where = "is wrapped in DDP/DataParallel on distributed runs, so there this"
+                advice = f'`getattr({shown}, "module", {shown}).state_dict()`'
+                fix = ProposedFix.display_only("Save the unwrapped module's state dict")
+            keys = "state dict's keys start with `module.` and will not load into the bare model"
+            self.report(state_dict, f"`{shown}` {where} {keys}; save {advice}", fix=fix)

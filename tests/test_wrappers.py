@@ -144,8 +144,8 @@ def test_every_value_wrapped_or_only_on_distributed_runs() -> None:
         assert models.wrapped(cst.Name("unwrapped")) is None
         assert models.wrapped(cst.Name("parallel")) is True
         assert models.wrapped(cst.Name("net")) is None
-        state_dict = _calls(statement)[1]
-        assert models.saved(state_dict)
+        save, state_dict = _calls(statement)
+        assert models.saved_state_dicts(save) == [state_dict]
         assert not models.handles_key_prefix(state_dict.func.value)  # type: ignore[attr-defined]
 
 
@@ -157,15 +157,19 @@ def test_saved_state_dicts_are_followed_through_dicts_and_one_name() -> None:
         def save(model, path):
             sd = model.state_dict()
             torch.save({"model": sd, "epoch": 1}, path)
+            torch.save(sd, path + ".copy")
             other = model.state_dict()
             model.load_state_dict(torch.load(path))
         """
     )
     with _at(m, 5) as (models, statement):
-        assert models.saved(_calls(statement)[0])
+        state_dict = _calls(statement)[0]
+    with _at(m, 6) as (models, statement):
+        assert models.saved_state_dicts(_calls(statement)[0]) == [state_dict]
     with _at(m, 7) as (models, statement):
+        assert models.saved_state_dicts(_calls(statement)[0]) == []  # written by the save before
+    with _at(m, 8) as (models, statement):
         call = _calls(statement)[0]
-        assert not models.saved(call)
         assert models.handles_key_prefix(call.func.value)  # type: ignore[attr-defined]  # loaded back into `model`
 
 

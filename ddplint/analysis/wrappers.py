@@ -184,7 +184,8 @@ class Models:
         self._steps: dict[int, WrapStep] = {}
         self._order: dict[tuple[int, str], list[WrapStep]] = defaultdict(list)
         self._keys: tuple[bool, frozenset[str]] | None = None
-        #: ids of the `<model>.state_dict()` calls whose result a save writes.
+        #: id(save call) -> the `<model>.state_dict()` calls it is the first to write; ids of all those written.
+        self._saves: dict[int, list[cst.Call]] = {}
         self._saved: set[int] = set()
 
     # ------------------------------------------------------------ walk
@@ -212,7 +213,9 @@ class Models:
 
     def visit_Call(self, node: cst.Call) -> None:
         if node.args and self.ctx.qualified_names(node.func) & STATE_DICT_SAVES:
-            self._saved.update(id(call) for call in state_dict_calls(node.args[0].value, self.ctx))
+            written = [c for c in state_dict_calls(node.args[0].value, self.ctx) if id(c) not in self._saved]
+            self._saves[id(node)] = written
+            self._saved.update(id(c) for c in written)
         step = self._step(node)
         if step is not None:
             self._steps[id(node)] = step
@@ -337,10 +340,11 @@ class Models:
             return None
         return written
 
-    def saved(self, state_dict: cst.Call) -> bool:
-        """Whether a save (`torch.save`, safetensors' `save_file`) writes this
-        ``<model>.state_dict()`` call's result: itself, in a dict, list or tuple, or through one name."""
-        return id(state_dict) in self._saved
+    def saved_state_dicts(self, save: cst.Call) -> list[cst.Call]:
+        """The ``<model>.state_dict()`` calls whose result `save` (`torch.save`,
+        safetensors' `save_file`) writes, as itself, in a dict, list or tuple or
+        through one name, and no save before it did (once the walk is past it)."""
+        return self._saves.get(id(save), [])
 
     @staticmethod
     def bare_module(wrapper: cst.BaseExpression) -> cst.Attribute:
