@@ -39,6 +39,7 @@ PEERS = {"torchfix": "torchfix==0.7.0", "fixit": "fixit==2.2.1", "ruff": "ruff==
 SINGLE_FILE = "transformers/trainer.py"
 #: The file the "one file changed" row changes, linted on its own: that file's cost.
 CHANGED_ALONE = "ddplint the changed file alone (--no-cache)"
+RUFF_ALL = "ruff check --select ALL"
 
 PARSE = """
 import sys, libcst
@@ -127,6 +128,7 @@ class Measure:
     peak_mib: float
     files: int
     lines: int
+    cpu: float = float("nan")  #: user + system seconds of the process and its children (median run)
 
 
 def fetch(cache: Path) -> Path:
@@ -177,24 +179,32 @@ BENCH_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECOD
 WARM_UP = "import ddplint.cli.app, ddplint.engine, ddplint.lsp, ddplint.rule; ddplint.rule.all_rules()"
 
 
-def timed(command: list[str], runs: int, cwd: Path | None = None, env: dict | None = None) -> tuple[float, float]:
-    """(median wall seconds, median peak RSS MiB) of `runs` runs."""
+def timed(command: list[str], runs: int, cwd: Path | None = None, env: dict | None = None) -> tuple[float, float, float]:
+    """(median wall seconds, median peak RSS MiB, median CPU seconds) of `runs` runs.
+
+    CPU seconds are user + system time of the process and the children it
+    waited for (GNU time's %U + %S; without GNU time, this process's children
+    counters): what a tool costs a shared machine, whatever its parallelism."""
     env = BENCH_ENV if env is None else env
-    walls, peaks = [], []
+    walls, peaks, cpus = [], [], []
     for _ in range(runs):
         with tempfile.NamedTemporaryFile("r") as report:
-            gnu_time = ["/usr/bin/time", "-f", "%e %M", "-o", report.name] if Path("/usr/bin/time").exists() else []
+            gnu_time = ["/usr/bin/time", "-f", "%e %M %U %S", "-o", report.name] if Path("/usr/bin/time").exists() else []
+            before = os.times()
             start = time.perf_counter()
             subprocess.run([*gnu_time, *command], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             wall = time.perf_counter() - start
+            after = os.times()
+            cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
             if gnu_time:
-                seconds, kib = report.read().split()[-2:]
-                wall, peak = float(seconds), int(kib) / 1024
+                seconds, kib, user, system = report.read().split()[-4:]
+                wall, peak, cpu = float(seconds), int(kib) / 1024, float(user) + float(system)
             else:
                 peak = float("nan")
         walls.append(wall)
         peaks.append(peak)
-    return statistics.median(walls), statistics.median(peaks)
+        cpus.append(cpu)
+    return statistics.median(walls), statistics.median(peaks), statistics.median(cpus)
 
 
 def file_list(files: list[Path], scratch: Path, name: str) -> Path:
@@ -239,19 +249,32 @@ def measure_set(
     measures = []
     for name, command in rows:
         if "providers" in name:
-            seconds, peak = timed(command, 1)
+            seconds, peak, cpu = timed(command, 1)
         elif "cold" in name:
             shutil.rmtree(cache_dir, ignore_errors=True)
-            seconds, peak = timed(command, 1)
+            seconds, peak, cpu = timed(command, 1)
         elif name.endswith("one file changed"):
-            seconds, peak = _with_one_file_changed(files, lambda: timed(command, 1))
+            seconds, peak, cpu = _with_one_file_changed(files, lambda: timed(command, 1))
         else:
-            seconds, peak = timed(command, runs)
+            seconds, peak, cpu = timed(command, runs)
         if name == CHANGED_ALONE:
-            measures.append(Measure(name, seconds, peak, 1, count_lines([_largest(files)])))
+            measures.append(Measure(name, seconds, peak, 1, count_lines([_largest(files)]), cpu))
         else:
-            measures.append(Measure(name, seconds, peak, len(files), lines))
+            measures.append(Measure(name, seconds, peak, len(files), lines, cpu))
+    ruff = _peer_binary(cache, "ruff")
+    if ruff is not None:  # the Ruff comparison the targets name: every Ruff rule, on the same files
+        seconds, peak, cpu = timed([str(ruff / "ruff"), "check", "--no-cache", "--exit-zero", "--quiet", "--select", "ALL",
+                                    *map(str, roots)], runs)
+        measures.append(Measure(RUFF_ALL, seconds, peak, len(files), lines, cpu))
     return measures
+
+
+def _peer_binary(cache: Path, name: str) -> Path | None:
+    """The bin directory of a peer's environment (installed on first use), or None if it cannot be installed."""
+    try:
+        return peer_env(cache, name, PEERS[name])
+    except (subprocess.CalledProcessError, OSError):
+        return None
 
 
 def _largest(files: list[Path]) -> Path:
@@ -289,16 +312,19 @@ def measure_peers(roots: list[Path], runs: int, cache: Path) -> list[Measure]:
         "fixit": lambda b: [str(b / "fixit"), "lint", *paths],
         "ruff": lambda b: [str(b / "ruff"), "check", "--no-cache", "--exit-zero", "--quiet", *paths],
     }
+    def measure(label: str, command: list[str]) -> Measure:
+        seconds, peak, cpu = timed(command, runs)
+        return Measure(label, seconds, peak, len(files), lines, cpu)
+
     measures = [
-        Measure("ddplint (default -j) --no-cache", *timed([sys.executable, "-m", "ddplint", "check", "--exit-zero", "-q", "--no-cache", *paths], runs), len(files), lines),
-        Measure("bare `libcst.parse_module` (1 process)", *timed([sys.executable, "-c", PARSE, str(file_list(files, cache, "peers"))], runs), len(files), lines),
+        measure("ddplint (default -j) --no-cache", [sys.executable, "-m", "ddplint", "check", "--exit-zero", "-q", "--no-cache", *paths]),
+        measure("ddplint -j1 --no-cache", [sys.executable, "-m", "ddplint", "check", "--exit-zero", "-q", "--no-cache", "-j1", *paths]),
+        measure("bare `libcst.parse_module` (1 process)", [sys.executable, "-c", PARSE, str(file_list(files, cache, "peers"))]),
     ]
-    for name, requirement in PEERS.items():
-        try:
-            binary = peer_env(cache, name, requirement)
-        except subprocess.CalledProcessError:
-            continue
-        measures.append(Measure(f"{name} (its defaults)", *timed(commands[name](binary), runs), len(files), lines))
+    for name in PEERS:
+        binary = _peer_binary(cache, name)
+        if binary is not None:
+            measures.append(measure(f"{name} (its defaults)", commands[name](binary)))
     return measures
 
 
@@ -346,12 +372,22 @@ def machine() -> str:
     return f"{cores} CPUs ({cpu}), Python {platform.python_version()}, libcst {version('libcst')}, ddplint {version('ddplint')}{at}"
 
 
+def load() -> str:
+    """The machine's load when the run started: timings on a busy machine are slower, ratios less so."""
+    try:
+        one, five, _ = os.getloadavg()
+    except OSError:
+        return "load unknown"
+    return f"load average {one:.2f} (1 min), {five:.2f} (5 min) at the start"
+
+
 def table(measures: list[Measure], base: str) -> str:
     reference = next(m.seconds for m in measures if m.label == base)
-    rows = ["| Command | Files | Lines | Seconds | Lines/s | × bare parse | Peak MiB |", "|---|---:|---:|---:|---:|---:|---:|"]
+    rows = ["| Command | Files | Lines | Seconds | CPU s | Lines/s | × bare parse | Peak MiB |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for m in measures:
         rows.append(
-            f"| {m.label} | {m.files} | {m.lines} | {m.seconds:.2f} | {m.lines / m.seconds:,.0f} | "
+            f"| {m.label} | {m.files} | {m.lines} | {m.seconds:.2f} | {m.cpu:.2f} | {m.lines / m.seconds:,.0f} | "
             f"{m.seconds / reference:.2f} | {m.peak_mib:.0f} |"
         )
     return "\n".join(rows)
@@ -395,8 +431,12 @@ def targets(
         whole_peak = {m.label: m.peak_mib for m in full}
         row("whole corpus: peak RSS ddplint -j1 / bare parse (target <= 1.5)",
             ratio(whole_peak, "ddplint -j1 --no-cache", base))
-    for name in ("torchfix", "fixit"):
-        row(f"{name} / ddplint default -j (target >= 10)", ratio(peer, f"{name} (its defaults)", "ddplint (default -j) --no-cache"))
+    for name in ("torchfix", "fixit"):  # the peers run one process: compared with ddplint's default -j and its -j1
+        row(f"peers: {name} / ddplint default -j (target >= 20)", ratio(peer, f"{name} (its defaults)", "ddplint (default -j) --no-cache"))
+        row(f"peers: {name} / ddplint -j1", ratio(peer, f"{name} (its defaults)", "ddplint -j1 --no-cache"))
+    cpu = {m.label: m.cpu for m in subset}
+    row(f"ddplint default -j / `{RUFF_ALL}`, wall (target <= 2.0)", ratio(sub, "ddplint (default -j) --no-cache", RUFF_ALL))
+    row(f"ddplint default -j / `{RUFF_ALL}`, CPU (target <= 2.0)", ratio(cpu, "ddplint (default -j) --no-cache", RUFF_ALL))
     row("ddplint trainer.py / import libcst + parse (target <= 1.5)",
         ratio(lat, "ddplint trainer.py (process)", "`import libcst` + parse trainer.py (process)"))
     row("LSP re-lint / in-process parse (target <= 2.0)",
@@ -437,7 +477,7 @@ def main() -> None:
     subprocess.run([sys.executable, "-c", WARM_UP], env=BENCH_ENV, check=True)  # writes ddplint's bytecode
     scratch = Path(tempfile.mkdtemp(prefix="ddplint-bench-"))
     base = "bare `libcst.parse_module` (1 process)"
-    sections = [f"# Performance\n\nMeasured by `python bench/run.py` on {machine()}, {time.strftime('%Y-%m-%d')}.\n"
+    sections = [f"# Performance\n\nMeasured by `python bench/run.py` on {machine()}, {time.strftime('%Y-%m-%d')}, {load()}.\n"
                 "Medians of whole-process runs, ddplint run from bytecode as an installed package is; "
                 "ratios are within this run.\n"]
     def add(section: str) -> None:  # written as it goes: a long run that dies keeps what it measured

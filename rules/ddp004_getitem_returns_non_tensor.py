@@ -8,31 +8,6 @@ from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
 
-#: What the default collate does with each shape, and the fix.
-CONSEQUENCES = {
-    Shape.PIL: (
-        "`default_collate` raises `TypeError` on the first batch (it takes tensors, arrays, numbers, strings and containers)",
-        "end the transform chain with `ToTensor()`/`PILToTensor()`",
-    ),
-    Shape.NONE: (
-        "`default_collate` raises `TypeError` on the first batch that holds one",
-        "skip the bad sample in the dataset, or drop `None`s in a `collate_fn` before calling `default_collate`",
-    ),
-    Shape.RAGGED: (
-        "`torch.stack` in `default_collate` raises `RuntimeError` on the first batch with two lengths",
-        "pad/truncate to a fixed length, or pass a padding `collate_fn` (`pad_sequence`)",
-    ),
-    Shape.FLAT: (
-        "`default_collate` silently transposes it into a list of `[batch]` tensors, one per position",
-        "return `torch.tensor([...])`",
-    ),
-    Shape.OBJECT: (
-        "`default_collate` raises `TypeError` on the first batch (torch has no object dtype)",
-        "convert to a numeric dtype or a tensor, or collate it yourself in a `collate_fn`",
-    ),
-}
-
-
 class GetitemReturnsNonTensor(Rule):
     """
     ## What it does
@@ -144,10 +119,9 @@ class GetitemReturnsNonTensor(Rule):
         for classdef, statement, shape in self.found:
             if self.ctx.data.kind(classdef) != "map" or not self.ctx.data.default_collated(classdef):
                 continue
-            happens, fix = CONSEQUENCES[shape]
             self.report(
                 statement,
                 f"`{classdef.name.value}.__getitem__` returns {shape.value} and a DataLoader batches it with the "
-                f"default collate: {happens}; {fix}",
+                f"default collate: {shape.collated}; {shape.remedy}",
                 statement=statement,
             )

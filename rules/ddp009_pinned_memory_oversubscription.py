@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 from ddplint.analysis.data import is_dataloader, loader_arguments
-from ddplint.analysis.values import int_value, truthiness
+from ddplint.analysis.values import truthiness
+from ddplint.analysis.workers import excess_workers
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
-
-#: Calls that return every core of the node.
-CPU_COUNTS = frozenset(
-    {
-        "os.cpu_count", "multiprocessing.cpu_count", "torch.multiprocessing.cpu_count", "psutil.cpu_count",
-        "multiprocessing.context.BaseContext.cpu_count",
-    }
-)  # fmt: skip
 
 
 class PinnedMemoryOversubscription(Rule):
@@ -87,40 +80,14 @@ class PinnedMemoryOversubscription(Rule):
         pin, workers = args.value("pin_memory"), args.value("num_workers")
         if pin is None or workers is None or truthiness(pin, self.ctx) is not True:
             return
-        reason = self._too_many(workers, 0)
+        reason = excess_workers(workers, self.ctx)
         if reason is None:
             return
-        limit = self.ctx.settings.max_workers_per_rank
         self.report(
             node,
             f"`pin_memory=True` with `num_workers={self.ctx.module.code_for_node(workers)}` ({reason}) on every "
             "rank: the node runs local_world_size × num_workers workers and pins local_world_size × "
             "num_workers × prefetch_factor × batch_bytes of host memory; divide the cores among the local "
-            f"ranks and keep num_workers ≤ {limit} (`ddplint doctor` checks the budget as RT005)",
+            f"ranks and keep num_workers ≤ {self.ctx.settings.max_workers_per_rank} (`ddplint doctor` checks the "
+            "budget as RT005)",
         )
-
-    def _too_many(self, node: cst.BaseExpression, depth: int) -> str | None:
-        """Why `num_workers` is too many, or None if it is fine or unknown."""
-        if depth > 6:
-            return None
-        if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
-            return self._too_many(node.left, depth + 1)  # `os.cpu_count() or 1`
-        if isinstance(node, cst.Call):
-            names = self.ctx.qualified_names(node.func)
-            if names & CPU_COUNTS:
-                return "every core of the node"
-            if names == {"builtins.len"} and node.args and isinstance(node.args[0].value, cst.Call):
-                if self.ctx.qualified_names(node.args[0].value.func) & {"os.sched_getaffinity"}:
-                    return "every core of the node"
-            return None
-        if isinstance(node, cst.Name):
-            values = [v for v in self.ctx.values_of(node) if isinstance(v, cst.BaseExpression)]
-            reasons = {self._too_many(v, depth + 1) for v in values}
-            if values and None not in reasons:
-                return reasons.pop()
-            return None
-        count = int_value(node, self.ctx)
-        limit = self.ctx.settings.max_workers_per_rank
-        if count is not None and count > limit:
-            return f"above max-workers-per-rank = {limit}"
-        return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.calls import keyword_value, truth
+from ddplint.analysis.catalogue import EVAL_GATHERS
 from ddplint.analysis.collectives import collective_name
 from ddplint.analysis.guards import Site
 from ddplint.analysis.metrics import gathered_eval
@@ -12,9 +12,6 @@ from ddplint.analysis.rewrite import ProposedFix
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
-
-#: The collectives that bring the shards' predictions or counts together.
-_GATHERS = frozenset({"gather", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "reduce"})
 
 
 class PaddedEvalMetric(Rule):
@@ -81,14 +78,14 @@ class PaddedEvalMetric(Rule):
     name = "padded-eval-metric"
     severity = Severity.WARNING
     summary = "An evaluation metric gathered over padded shards: duplicates counted, the number changes with the GPU count."
-    tokens = tuple(sorted(_GATHERS))
+    tokens = tuple(sorted(EVAL_GATHERS))
     context_tokens = ("prepare", "DistributedSampler")
     requires = frozenset({"loops"})
     distributed_only = True
     preview = True
 
     def trigger_Call(self, node: cst.Call) -> bool:
-        return last_name(node.func) in _GATHERS
+        return last_name(node.func) in EVAL_GATHERS
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
         function = self.ctx.enclosing_function()
@@ -96,15 +93,11 @@ class PaddedEvalMetric(Rule):
         if found is None:
             return
         accelerate = last_name(node.func) == "gather" and is_accelerator(node.func.value, self.ctx)  # type: ignore[attr-defined]
-        why = _PREPARED if found.sampler is None else _DROPS if truth(keyword_value(found.sampler, "drop_last")) else _PADS
         fix = ProposedFix("Use `gather_for_metrics`", ((node.func.attr, cst.Name("gather_for_metrics")),))  # type: ignore[attr-defined]
         message = f"`{self.ctx.module.code_for_node(node.func)}()` gathers an evaluation over unevenly split shards: \
-{why}, so the metric changes with the number of GPUs; {_USE if accelerate else _CUT}"
+{found.evened}, so the metric changes with the number of GPUs; {_USE if accelerate else _CUT}"
         self.report(node, message, related=((found.loop, "the evaluation loop"),), fix=fix if accelerate else None)
 
 
-_PREPARED = "the loader `accelerator.prepare` sharded pads its last batch with samples repeated from the start"
-_PADS = "its `DistributedSampler` pads the dataset to a multiple of the world size with repeated samples"
-_DROPS = "its `DistributedSampler` has `drop_last=True` and leaves out the samples that do not split evenly"
 _USE = "use `gather_for_metrics`"
 _CUT = "gather with `drop_last=False` and cut the result to `len(dataset)`, or evaluate on one rank"

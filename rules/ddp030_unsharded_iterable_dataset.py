@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
-from ddplint.analysis.data import is_dataloader, loader_arguments, loader_names, unsharded_stream
+from ddplint.analysis.data import is_dataloader, loader_arguments, unsharded_stream
 from ddplint.analysis.guards import Site
+from ddplint.analysis.sharding import evaluation_loader, framework_shards_loaders
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.paths import is_test_file
 from ddplint.rule import Rule
-
-_EVAL = re.compile(r"(?i)val|eval|test")
-#: accelerate's `prepare` splits a loader across processes; so does the Hugging Face Trainer.
-_HANDLED = re.compile(r"accelerat\w*\.prepare\(|\bprepare_data_loader\(|\b(?:Seq2Seq|SFT)?Trainer\(")
 
 
 class UnshardedIterableDataset(Rule):
@@ -99,10 +94,10 @@ class UnshardedIterableDataset(Rule):
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
         ctx = self.ctx
-        if _HANDLED.search(ctx.source) or is_test_file(ctx.path) or ctx.one_process_group or site.single_process:
+        if framework_shards_loaders(ctx.source) or is_test_file(ctx.path) or ctx.one_process_group or site.single_process:
             return  # accelerate or the Hugging Face Trainer split the loaders; tests compare ranks on one stream
         dataset = loader_arguments(node, ctx).value("dataset")
-        if dataset is None or _EVAL.search(loader_names(ctx.stack, dataset)):
+        if dataset is None or evaluation_loader(ctx.stack, dataset):
             return
         why = unsharded_stream(dataset, ctx)
         if why is not None:

@@ -6,9 +6,8 @@ from ddplint.analysis.catalogue import STATE_DICT_REQUESTS
 from ddplint.analysis.collectives import default_full_state_dict, full_state_dict_gather
 from ddplint.analysis.guards import Site
 from ddplint.analysis.names import last_name
-from ddplint.analysis.rewrite import keywords_fix
 from ddplint.lazy import cst
-from ddplint.model import Applicability, Severity
+from ddplint.model import Severity
 from ddplint.rule import Rule
 
 
@@ -96,9 +95,7 @@ class FsdpFullStateDictEveryRank(Rule):
         oom = "every rank gathers the whole model on its GPU: the first checkpoint of a large model runs out of memory"
         if gather is not None:
             where = f"`{ctx.module.code_for_node(gather.config)}`" if gather.config else "the full state dict"
-            unsafe = Applicability.UNSAFE if gather.changes_other_ranks else Applicability.SAFE
-            fix = keywords_fix(gather.config, gather.missing, unsafe) if gather.config else None
-            self.report(node, f"{where} lacks `{gather.shown}`: {oom}; pass `{gather.shown}`", fix=fix)
+            self.report(node, f"{where} lacks `{gather.shown}`: {oom}; pass `{gather.shown}`", fix=gather.fix)
         elif default_full_state_dict(node, ctx):
             self.report(
                 node,

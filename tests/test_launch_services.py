@@ -10,8 +10,11 @@ import libcst as cst
 import pytest
 
 from ddplint.analysis.calls import argparse_flags, keyword_value
+from ddplint.analysis.collectives import FullGather
+from ddplint.analysis.metrics import ShardedEval
 from ddplint.analysis.rank_kinds import environment_reads
 from ddplint.analysis.rewrite import with_env_default, with_string_after
+from ddplint.model import Applicability
 from ddplint.testing import model_of
 
 
@@ -84,3 +87,39 @@ def test_flag_alias_and_environment_default(before: str, after: str) -> None:
     default = keyword_value(call, "default")
     fixed = with_env_default(fixed, "LOCAL_RANK", default, "-1")
     assert cst.Module([]).code_for_node(fixed) == textwrap.dedent(after)
+
+
+@pytest.mark.parametrize(
+    ("sampler", "words"),
+    [
+        (None, "`accelerator.prepare` sharded pads its last batch"),
+        ("DistributedSampler(ds, shuffle=False)", "pads the dataset to a multiple of the world size"),
+        ("DistributedSampler(ds, drop_last=False)", "pads the dataset to a multiple of the world size"),
+        ("DistributedSampler(ds, drop_last=True)", "has `drop_last=True` and leaves out the samples"),
+    ],
+)
+def test_how_sharded_evaluations_are_evened(sampler: str | None, words: str) -> None:
+    loop = cst.parse_statement("for batch in loader:\n    pass\n")
+    assert isinstance(loop, cst.For)
+    evaluation = ShardedEval(loop, None if sampler is None else _call(sampler))
+    assert words in evaluation.evened
+
+
+@pytest.mark.parametrize(
+    ("config", "missing", "applicability", "after"),
+    [
+        (
+            "FullStateDictConfig(offload_to_cpu=True)", ("rank0_only",), Applicability.UNSAFE,
+            "FullStateDictConfig(offload_to_cpu=True, rank0_only=True)",
+        ),
+        ("StateDictOptions(full_state_dict=True)", ("cpu_offload",), Applicability.SAFE,
+         "StateDictOptions(full_state_dict=True, cpu_offload=True)"),
+    ],
+)  # fmt: skip
+def test_full_gather_fix_adds_the_missing_keywords(config, missing, applicability, after) -> None:
+    call = _call(config)
+    fix = FullGather(call, call, missing).fix
+    assert fix is not None and fix.applicability is applicability
+    [(node, replacement)] = fix.changes
+    assert node is call and cst.Module([]).code_for_node(replacement) == after
+    assert FullGather(call, None, missing).fix is None  # no config call to add them to

@@ -571,6 +571,51 @@ PERIODIC_CHECKPOINTERS = frozenset({"fvcore.common.checkpoint.PeriodicCheckpoint
 CHECKPOINTER_SAVES = frozenset({"save"})
 PERIODIC_SAVES = frozenset({"save", "step"})
 
+# ---------------------------------------------------------------- Python containers of objects (DDP005)
+
+#: Calls that build a (large) Python list or dict of objects.
+PYTHON_CONTAINER_CALLS = frozenset(
+    {
+        "json.load", "json.loads", "pickle.load", "pickle.loads", "yaml.safe_load", "yaml.load",
+        "yaml.full_load", "yaml.unsafe_load", "glob.glob", "os.listdir",
+    }
+)  # fmt: skip
+#: Calls whose result iterates as Python rows (lines, CSV rows): `list(open(path))`.
+ROW_READERS = frozenset({"builtins.open", "csv.reader", "csv.DictReader"})
+#: Methods whose result is a Python list or dict.
+PYTHON_CONTAINER_METHODS = frozenset({"readlines", "tolist", "to_dict", "to_list", "splitlines"})
+#: Wrappers that keep a Python container a Python container.
+CONTAINER_PASS_THROUGH = frozenset({"builtins.sorted", "builtins.list", "builtins.tuple", "builtins.dict", "builtins.set"})
+#: Iterators whose items are Python tuples (`list(zip(paths, labels))`).
+TUPLE_ITERATORS = frozenset({"builtins.zip", "builtins.enumerate", "builtins.map"})
+#: DataFrame methods that return a DataFrame again (`df.reset_index()`).
+FRAME_PRESERVING_METHODS = frozenset({"reset_index", "dropna", "sample", "copy", "query"})
+
+# ---------------------------------------------------------------- CPU cores (DDP009)
+
+#: Calls that return every core of the node.
+CPU_COUNTS = frozenset(
+    {
+        "os.cpu_count", "multiprocessing.cpu_count", "torch.multiprocessing.cpu_count", "psutil.cpu_count",
+        "multiprocessing.context.BaseContext.cpu_count",
+    }
+)  # fmt: skip
+#: Calls whose `len(...)` is the cores this process may run on (`len(os.sched_getaffinity(0))`).
+CPU_SETS = frozenset({"os.sched_getaffinity"})
+
+# ---------------------------------------------------------------- gathered evaluations (DDP028)
+
+#: The collectives that bring the shards' predictions or counts together, by their own name.
+EVAL_GATHERS = frozenset({"gather", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "reduce"})
+
+# ---------------------------------------------------------------- who shards a loader (DDP030)
+
+#: Words of a loader's or dataset's names that mark it for evaluation (a regular expression).
+EVALUATION_NAMES = r"(?i)val|eval|test"
+#: Code that hands a module's loaders to a framework that splits them across
+#: processes (a regular expression): accelerate's `prepare`, the Hugging Face Trainers.
+LOADER_SHARDING_FRAMEWORKS = r"accelerat\w*\.prepare\(|\bprepare_data_loader\(|\b(?:Seq2Seq|SFT)?Trainer\("
+
 # ------------------------------------------------ model wrappers
 # (analysis/wrappers.py: which names hold a wrapped model, the bare module, forwards around the wrapper, wrap order)
 

@@ -53,8 +53,10 @@ from ddplint.analysis.calls import truth
 from ddplint.analysis.conditions import polarity
 from ddplint.analysis.guards import SELECTING, Guard, GuardKind, RankView
 from ddplint.analysis.rank_sets import RankSets
+from ddplint.analysis.rewrite import ProposedFix, keywords_fix
 from ddplint.analysis.wrappers import DDP, FSDP, wrapper_kind
 from ddplint.lazy import cst
+from ddplint.model import Applicability
 
 if TYPE_CHECKING:
     from ddplint.analysis.view import ModelView
@@ -857,6 +859,13 @@ class FullGather:
     def changes_other_ranks(self) -> bool:
         """Adding what is missing leaves the other ranks an empty dict (`rank0_only`)."""
         return "rank0_only" in self.missing
+
+    @property
+    def fix(self) -> ProposedFix | None:
+        """The fix that adds the missing keywords to the config call (unsafe
+        when it changes what the other ranks get); None with no config call."""
+        unsafe = Applicability.UNSAFE if self.changes_other_ranks else Applicability.SAFE
+        return keywords_fix(self.config, self.missing, unsafe) if self.config else None
 
 
 def full_state_dict_gather(call: cst.Call, ctx: ModelView) -> FullGather | None:

@@ -72,6 +72,8 @@ class ValueFlow:
         self._methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = {}
         self._bases: dict[cst.ClassDef, list[cst.ClassDef]] = {}
         self._returned: dict[cst.FunctionDef, list | None] = {}
+        #: method -> attribute -> the values its body assigns to ``self.<attribute>`` (one walk per method)
+        self._assigned: dict[cst.FunctionDef, dict[str, list[cst.BaseExpression]]] = {}
         self._call_functions: dict[int, cst.FunctionDef | None] | None = None
         self._index(module)
         #: names of the methods of the module's classes (`x.append()` is none of them)
@@ -86,7 +88,8 @@ class ValueFlow:
         while todo:
             node, function, cls = todo.pop()
             for child in children(node):
-                if isinstance(child, cst.FunctionDef):
+                kind = child.__class__  # LibCST's node classes are final: `is` instead of its slow ABC isinstance
+                if kind is cst.FunctionDef:
                     if cls is not None:
                         self.owner[child] = cls
                     self.outer[child] = function
@@ -95,16 +98,16 @@ class ValueFlow:
                         self.param_owner[param] = child
                     todo.append((child, child, None))
                     continue
-                if isinstance(child, cst.ClassDef):
+                if kind is cst.ClassDef:
                     self.classes.append(child)
                     todo.append((child.body, function, child))
                     todo.extend((base, function, None) for base in child.bases)
                     continue
-                if isinstance(child, cst.Call):
+                if kind is cst.Call:
                     self.calls.append((child, function))
                     if isinstance(child.func, cst.Name) and child.func.value in _INTROSPECTION:
                         harmless.update(id(a) for a in child.args)
-                elif type(child).__name__ in _ESCAPES and id(child) not in harmless:
+                elif kind.__name__ in _ESCAPES and id(child) not in harmless:
                     value = getattr(child, "value", None)
                     if isinstance(value, cst.Name):
                         self.escaped.add(value.value)
@@ -134,18 +137,21 @@ class ValueFlow:
         values: dict[str, list] = {}
         opaque: set[str] = set()
         for node in descendants(function.body, into_functions=False):
-            if isinstance(node, cst.Assign):
+            kind = node.__class__  # LibCST's node classes are final: `is` instead of its slow ABC isinstance
+            if kind is cst.Assign:
                 for target in node.targets:
                     _collect_target(target.target, node.value, values, opaque)
-            elif isinstance(node, (cst.AnnAssign, cst.NamedExpr)) and node.value is not None:
-                _collect_target(node.target, node.value, values, opaque)
-            elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            elif kind is cst.AnnAssign or kind is cst.NamedExpr:
+                if node.value is not None:
+                    _collect_target(node.target, node.value, values, opaque)
+            elif kind is cst.FunctionDef or kind is cst.ClassDef:
                 values.setdefault(node.name.value, []).append(node)
-            elif isinstance(node, (cst.For, cst.AugAssign)):
+            elif kind is cst.For or kind is cst.AugAssign:
                 _collect_target(node.target, None, values, opaque)
-            elif isinstance(node, cst.WithItem) and node.asname is not None:
-                _collect_target(node.asname.name, None, values, opaque)
-            elif isinstance(node, (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)):
+            elif kind is cst.WithItem:
+                if node.asname is not None:
+                    _collect_target(node.asname.name, None, values, opaque)
+            elif kind is cst.Import or kind is cst.ImportFrom or kind is cst.Global or kind is cst.Nonlocal:
                 opaque.update(n.value for n in descendants(node) if isinstance(n, cst.Name))
         self._locals[function] = (values, opaque)
         return values, opaque
@@ -265,6 +271,9 @@ class ValueFlow:
         complete = True
         if not escaped:
             for call, function in self.calls:
+                func = call.func
+                if func.__class__ is cst.Attribute and func.attr.value != name:
+                    continue  # `obj.other()` runs methods named `other` only
                 if id(call) in self._resolving:  # its targets are not known yet: no answer, and none kept
                     complete = False
                     continue
@@ -427,7 +436,9 @@ class ValueFlow:
                 positional = positional_parameters(method)
                 if not positional or _is_static(method):
                     continue
-                for value in _self_assigned(method, positional[0], attr):
+                if method not in self._assigned:
+                    self._assigned[method] = _self_assignments(method, positional[0])
+                for value in self._assigned[method].get(attr, ()):
                     assigned = True
                     self._follow(value, method, found, seen, depth)
         if not assigned:
@@ -455,8 +466,9 @@ def _is_static(function: cst.FunctionDef) -> bool:
     return any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in function.decorators)
 
 
-def _self_assigned(method: cst.FunctionDef, receiver: str, attr: str) -> Iterator[cst.BaseExpression]:
-    """The values of ``<receiver>.<attr> = value`` in a method body."""
+def _self_assignments(method: cst.FunctionDef, receiver: str) -> dict[str, list[cst.BaseExpression]]:
+    """The values of every ``<receiver>.<attr> = value`` in a method body, by attribute."""
+    found: dict[str, list[cst.BaseExpression]] = {}
     for node in descendants(method.body, into_functions=False):
         targets: tuple = ()
         if isinstance(node, cst.Assign):
@@ -464,10 +476,6 @@ def _self_assigned(method: cst.FunctionDef, receiver: str, attr: str) -> Iterato
         elif isinstance(node, cst.AnnAssign) and node.value is not None:
             targets = (node.target,)
         for target in targets:
-            if (
-                isinstance(target, cst.Attribute)
-                and target.attr.value == attr
-                and isinstance(target.value, cst.Name)
-                and target.value.value == receiver
-            ):
-                yield node.value
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == receiver:
+                found.setdefault(target.attr.value, []).append(node.value)
+    return found

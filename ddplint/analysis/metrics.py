@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ddplint.analysis.calls import keyword_value, truth
 from ddplint.analysis.catalogue import METRIC_FUNCTION_PREFIXES, METRIC_SINK_METHODS
 from ddplint.analysis.data import distributed_sampler_of
 from ddplint.analysis.names import last_name
@@ -111,6 +112,16 @@ class ShardedEval:
 
     loop: cst.For
     sampler: cst.Call | None
+
+    @property
+    def evened(self) -> str:
+        """How the shards were made the same length, in words: the prepared
+        loader's padded last batch, the sampler's padding, or its `drop_last`."""
+        if self.sampler is None:
+            return "the loader `accelerator.prepare` sharded pads its last batch with samples repeated from the start"
+        if truth(keyword_value(self.sampler, "drop_last")):
+            return "its `DistributedSampler` has `drop_last=True` and leaves out the samples that do not split evenly"
+        return "its `DistributedSampler` pads the dataset to a multiple of the world size with repeated samples"
 
 
 def sharded_eval(loop: cst.For, ctx: ModelView) -> ShardedEval | None:

@@ -50,6 +50,41 @@ class Shape(enum.Enum):
     FLAT = "a flat Python list of numbers"
     OBJECT = "an object-dtype NumPy array"
 
+    @property
+    def collated(self) -> str:
+        """What `default_collate` does with a batch of samples of this shape."""
+        return _COLLATED[self][0]
+
+    @property
+    def remedy(self) -> str:
+        """How to return (or batch) the sample instead."""
+        return _COLLATED[self][1]
+
+
+#: What the default collate does with each shape, and the remedy.
+_COLLATED = {
+    Shape.PIL: (
+        "`default_collate` raises `TypeError` on the first batch (it takes tensors, arrays, numbers, strings and containers)",
+        "end the transform chain with `ToTensor()`/`PILToTensor()`",
+    ),
+    Shape.NONE: (
+        "`default_collate` raises `TypeError` on the first batch that holds one",
+        "skip the bad sample in the dataset, or drop `None`s in a `collate_fn` before calling `default_collate`",
+    ),
+    Shape.RAGGED: (
+        "`torch.stack` in `default_collate` raises `RuntimeError` on the first batch with two lengths",
+        "pad/truncate to a fixed length, or pass a padding `collate_fn` (`pad_sequence`)",
+    ),
+    Shape.FLAT: (
+        "`default_collate` silently transposes it into a list of `[batch]` tensors, one per position",
+        "return `torch.tensor([...])`",
+    ),
+    Shape.OBJECT: (
+        "`default_collate` raises `TypeError` on the first batch (torch has no object dtype)",
+        "convert to a numeric dtype or a tensor, or collate it yourself in a `collate_fn`",
+    ),
+}
+
 
 class _Kind(enum.Enum):
     """What else a value is known to be, on the way to a shape."""

@@ -40,6 +40,12 @@ def child_fields(cls: type) -> tuple[str, ...]:
     return fields
 
 
+#: Node class -> whether it is a LibCST node (isinstance on LibCST's ABCs is slow: asked once per class).
+_is_node_class: dict[type, bool] = {}
+#: Node class -> whether it opens a new scope (a function, lambda or class).
+_opens_scope: dict[type, bool] = {}
+
+
 def descendants(node: cst.CSTNode, into_functions: bool = True) -> Iterator[cst.CSTNode]:
     """Every node below `node`, depth first in source order; with
     `into_functions=False`, nested functions, lambdas and classes are not entered."""
@@ -50,8 +56,14 @@ def descendants(node: cst.CSTNode, into_functions: bool = True) -> Iterator[cst.
             stack.pop()
             continue
         yield child
-        if into_functions or not isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            stack.append(iter(children(child)))
+        if not into_functions:
+            cls = child.__class__
+            scope = _opens_scope.get(cls)
+            if scope is None:
+                scope = _opens_scope[cls] = issubclass(cls, (cst.FunctionDef, cst.Lambda, cst.ClassDef))
+            if scope:
+                continue
+        stack.append(iter(children(child)))
 
 
 _every_field: dict[type, tuple[str, ...]] = {}
@@ -71,8 +83,13 @@ def children(node: cst.CSTNode, fields: Callable[[type], tuple[str, ...]] = chil
     found: list[cst.CSTNode] = []
     for name in fields(node.__class__):
         value = getattr(node, name)
-        if value.__class__ is tuple or value.__class__ is list:
+        cls = value.__class__
+        if cls is tuple or cls is list:
             found.extend(value)
-        elif isinstance(value, cst.CSTNode):
-            found.append(value)
+        else:
+            is_node = _is_node_class.get(cls)
+            if is_node is None:
+                is_node = _is_node_class[cls] = issubclass(cls, cst.CSTNode)
+            if is_node:
+                found.append(value)
     return found

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from ddplint.analysis.calls import switched_off
 from ddplint.analysis.collectives import COLLECTIVE_FUNCTIONS, COLLECTIVE_MODULES, COLLECTIVE_QUALNAMES
@@ -21,6 +21,7 @@ from ddplint.analysis.rank import RANK_FUNCTIONS, is_conventional_rank_call
 from ddplint.paths import message_path
 from ddplint.project.facts import Fact, FileFacts
 from ddplint.project.summary import ModuleSummary
+from ddplint.solver import solve
 
 _MAX_DEPTH = 12
 
@@ -214,45 +215,42 @@ class ProjectIndex:
                     s.silences_logging, s.switch if s.collective else None, s.hf_trainer, s.picks,
                 )  # fmt: skip
 
-        def fact_of(raw: str, entry: ModuleEntry) -> Fact | None:
-            found = self._resolve(raw, entry)
-            return facts.get((found[0].display, found[1])) if found else None
+        symbols = {(e.display, name): (e, s) for e in self.entries for name, s in e.summary.symbols.items()}
 
-        changed = True
-        while changed:
-            changed = False
-            for entry in self.entries:
-                for name, s in entry.summary.symbols.items():
-                    key = (entry.display, name)
-                    old = new = facts[key]
-                    if not new.rank and any((f := fact_of(q, entry)) and f.rank for q in s.rank_via):
-                        new = replace(new, rank=True)
-                    if not new.collective:
-                        for q, shown, arguments in s.collective_via:
-                            f = fact_of(q, entry)
-                            if f is not None and f.collective and not switched_off(f.switch, arguments):
-                                new = replace(new, collective=(f"{shown} from {message_path(f.path)}:{f.line}", *f.collective))
-                                break
-                    if not new.silences_print and any((f := fact_of(q, entry)) and f.silences_print for q in s.silences_via):
-                        new = replace(new, silences_print=True)
-                    if not new.silences_logging and any(
-                        (f := fact_of(q, entry)) and f.silences_logging for q in s.silences_via
-                    ):
-                        new = replace(new, silences_logging=True)
-                    if not new.random and s.dataset is None and any(
-                        (f := fact_of(q, entry)) and f.random and f.dataset is None for q in s.silences_via
-                    ):  # a function that calls a helper drawing noise or training (not one building a Dataset)
-                        new = replace(new, random=True)
-                    if not new.hf_trainer and any((f := fact_of(q, entry)) and f.hf_trainer for q in s.dataset_via):
-                        new = replace(new, hf_trainer=True)  # a subclass of the project's own trainer base
-                    if new.dataset is None:
-                        kinds = [f.dataset for q in s.dataset_via if (f := fact_of(q, entry)) and f.dataset]
-                        if kinds:
-                            new = replace(new, dataset=kinds[0])
-                    if new != old:
-                        facts[key] = new
-                        changed = True
-        return facts
+        def grown(key: tuple[str, str], known: Mapping[tuple[str, str], Fact]) -> Fact:
+            """The symbol's fact given what is known of the helpers it calls."""
+            entry, s = symbols[key]
+
+            def fact_of(raw: str) -> Fact | None:
+                found = self._resolve(raw, entry)
+                return known.get((found[0].display, found[1])) if found else None
+
+            new = known[key]
+            if not new.rank and any((f := fact_of(q)) and f.rank for q in s.rank_via):
+                new = replace(new, rank=True)
+            if not new.collective:
+                for q, shown, arguments in s.collective_via:
+                    f = fact_of(q)
+                    if f is not None and f.collective and not switched_off(f.switch, arguments):
+                        new = replace(new, collective=(f"{shown} from {message_path(f.path)}:{f.line}", *f.collective))
+                        break
+            if not new.silences_print and any((f := fact_of(q)) and f.silences_print for q in s.silences_via):
+                new = replace(new, silences_print=True)
+            if not new.silences_logging and any((f := fact_of(q)) and f.silences_logging for q in s.silences_via):
+                new = replace(new, silences_logging=True)
+            if not new.random and s.dataset is None and any(
+                (f := fact_of(q)) and f.random and f.dataset is None for q in s.silences_via
+            ):  # a function that calls a helper drawing noise or training (not one building a Dataset)
+                new = replace(new, random=True)
+            if not new.hf_trainer and any((f := fact_of(q)) and f.hf_trainer for q in s.dataset_via):
+                new = replace(new, hf_trainer=True)  # a subclass of the project's own trainer base
+            if new.dataset is None:
+                kinds = [f.dataset for q in s.dataset_via if (f := fact_of(q)) and f.dataset]
+                if kinds:
+                    new = replace(new, dataset=kinds[0])
+            return new
+
+        return solve(symbols, grown, start=facts)
 
     def _callers(self) -> dict[str, dict[str, str]]:
         """The caller -> callee direction: for each module, its top-level
