@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ddplint.analysis.collectives import DDP_CLASSES, FSDP_CLASSES
+from ddplint.analysis.catalogue import DDP_CLASSES, SHARDING_WRAPPERS
 from ddplint.analysis.data import enclosing_class, is_dataloader, is_stream, loader_arguments
 from ddplint.analysis.names import dotted_name, last_name
 from ddplint.analysis.rank import Site
@@ -14,9 +14,6 @@ from ddplint.paths import is_test_file
 from ddplint.model import Severity
 from ddplint.rule import Rule
 
-FULLY_SHARD = frozenset(
-    {"torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fsdp.fully_shard"}
-)
 INIT_PROCESS_GROUP = "init_process_group"
 LIGHTNING_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"})
 _TRAIN = re.compile(r"train", re.IGNORECASE)
@@ -97,7 +94,7 @@ class MissingDistributedSampler(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
         names = ctx.qualified_names(node.func)
-        if names & (DDP_CLASSES | FSDP_CLASSES | FULLY_SHARD) or last_name(node.func) == INIT_PROCESS_GROUP:
+        if names & (DDP_CLASSES | SHARDING_WRAPPERS) or last_name(node.func) == INIT_PROCESS_GROUP:
             self.distributed = True
         if last_name(node.func) == "prepare" and isinstance(node.func, cst.Attribute):
             self.prepared |= "accelerat" in (last_name(node.func.value) or "").lower()

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-
+from ddplint.analysis.guards import Site
 from ddplint.analysis.rewrite import ProposedFix
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
-
-SAVE_FUNCTIONS = frozenset({"torch.save", "safetensors.torch.save_file"})
-WRAPPERS = frozenset(
-    {
-        "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
-        "torch.nn.DataParallel", "torch.nn.parallel.DataParallel", "torch.nn.parallel.data_parallel.DataParallel",
-    }
-)  # fmt: skip
 
 
 class WrappedStateDict(Rule):
@@ -82,123 +73,28 @@ class WrappedStateDict(Rule):
     name = "wrapped-state-dict"
     severity = Severity.WARNING
     summary = "A DDP/DataParallel wrapper's state dict is saved: its keys carry a `module.` prefix."
-    requires = frozenset()
+    requires = frozenset({"models"})
     tokens = ("state_dict",)
     context_tokens = ("DataParallel",)  # every wrapper's import names it
     tags = ("correctness",)
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self.reported: set[int] = set()
-        #: (state_dict call, statement, certainly wrapped) to judge after the walk.
-        self.saves: list[tuple[cst.Call, cst.CSTNode, bool]] = []
-        #: Receivers (as written) whose checkpoints the module loads back into them.
-        self.loaded_into: set[str] = set()
-        self.strips_prefix = False
-        #: `self.<name>` assignments per class.
-        self.self_values: dict[tuple[cst.ClassDef | None, str], list[cst.BaseExpression]] = defaultdict(list)
+    def trigger_Call(self, node: cst.Call) -> bool:
+        return bool(self.ctx.models.saved_state_dicts(node))
 
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        """`k.replace("module.", "")`, `k[len("module."):]`: a short string
-        that is the prefix (not a docstring that mentions it)."""
-        if not self.strips_prefix and len(node.value) < 24 and node.value.strip("rbuRBU").strip("\"'").startswith("module."):
-            self.strips_prefix = True
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        owner = _enclosing_class(self.ctx.stack)
-        for target in node.targets:
-            t = target.target
-            if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
-                self.self_values[(owner, t.attr.value)].append(node.value)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        code = self.ctx.module.code_for_node
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict":
-            self.loaded_into.add(code(func.value))
-        for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value in ("state_dict", "model"):
-                self.loaded_into.add(code(arg.value))
-        if not node.args or not self.ctx.qualified_names(node.func) & SAVE_FUNCTIONS:
-            return
-        for state_dict in self._state_dict_calls(node.args[0].value, follow=True):
-            receiver = state_dict.func.value
-            wrapped = self._wrapped(receiver)
-            if id(state_dict) not in self.reported and wrapped is not None:
-                self.reported.add(id(state_dict))
-                self.saves.append((state_dict, self.ctx.statement(), wrapped))
-
-    def finish(self) -> None:
-        if self.strips_prefix:
-            return  # the repository handles the prefix (its checkpoint format)
-        code = self.ctx.module.code_for_node
-        for state_dict, statement, certain in self.saves:
-            receiver = state_dict.func.value
-            shown = code(receiver)
-            if shown in self.loaded_into:
+    def check_Call(self, node: cst.Call, site: Site) -> None:
+        models, code = self.ctx.models, self.ctx.module.code_for_node
+        for state_dict in models.saved_state_dicts(node):
+            receiver = state_dict.func.value  # type: ignore[attr-defined]
+            certain = models.wrapped(receiver)
+            if certain is None or models.handles_key_prefix(receiver):
                 continue
+            shown = code(receiver)
             if certain:
-                message = (
-                    f"`{shown}` is a DDP/DataParallel wrapper, so this state dict's keys start with "
-                    f"`module.` and will not load into the bare model; save `{shown}.module.state_dict()`"
-                )
-                fix = ProposedFix(
-                    f"Save `{shown}.module.state_dict()`",
-                    ((receiver, cst.Attribute(value=receiver, attr=cst.Name("module"))),),
-                )
+                where, advice = "is a DDP/DataParallel wrapper, so this", f"`{shown}.module.state_dict()`"
+                fix = ProposedFix(f"Save {advice}", ((receiver, models.bare_module(receiver)),))
             else:
-                message = (
-                    f"`{shown}` is wrapped in DDP/DataParallel on distributed runs, so there this state dict's keys "
-                    f"start with `module.` and will not load into the bare model; save "
-                    f'`getattr({shown}, "module", {shown}).state_dict()`'
-                )
+                where = "is wrapped in DDP/DataParallel on distributed runs, so there this"
+                advice = f'`getattr({shown}, "module", {shown}).state_dict()`'
                 fix = ProposedFix.display_only("Save the unwrapped module's state dict")
-            self.report(state_dict, message, fix=fix, statement=statement)
-
-    def _state_dict_calls(self, node: cst.BaseExpression, follow: bool) -> list[cst.Call]:
-        if isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "state_dict":
-                return [node]
-            return []
-        if isinstance(node, cst.Dict):
-            return [c for e in node.elements if isinstance(e, cst.DictElement) for c in self._state_dict_calls(e.value, follow)]
-        if isinstance(node, (cst.List, cst.Tuple)):
-            return [c for e in node.elements for c in self._state_dict_calls(e.value, follow)]
-        if isinstance(node, cst.Name) and follow:
-            values = self.ctx.values_of(node)
-            return [c for v in values if isinstance(v, cst.BaseExpression) for c in self._state_dict_calls(v, False)]
-        return []
-
-    def _wrapped(self, receiver: cst.BaseExpression) -> bool | None:
-        """True: every value is a wrapper; False: some are, the rest bare
-        models (maybe wrapped); None: not a wrapper, or also unwrapped."""
-        if isinstance(receiver, cst.Name):
-            values = self.ctx.values_of(receiver)
-        elif isinstance(receiver, cst.Attribute) and isinstance(receiver.value, cst.Name) and receiver.value.value == "self":
-            values = tuple(self.self_values.get((_enclosing_class(self.ctx.stack), receiver.attr.value), ()))
-        else:
-            return None
-        wrappers = [v for v in values if isinstance(v, cst.Call) and (n := self.ctx.qualified_names(v.func)) and n <= WRAPPERS]
-        if not wrappers:
-            return None
-        if len(wrappers) == len(values):
-            return True
-        if any(_unwraps(v) for v in values):
-            return None  # `model = model.module` somewhere: which one is saved is unknown
-        return False
-
-
-def _enclosing_class(stack: list[cst.CSTNode]) -> cst.ClassDef | None:
-    return next((n for n in reversed(stack) if isinstance(n, cst.ClassDef)), None)
-
-
-def _unwraps(value: cst.CSTNode) -> bool:
-    """`model.module`, `unwrap_model(model)`, `accelerator.unwrap_model(model)`."""
-    if isinstance(value, cst.Attribute) and value.attr.value == "module":
-        return True
-    if isinstance(value, cst.Call):
-        func = value.func
-        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-        return "unwrap" in name
-    return False
+            keys = "state dict's keys start with `module.` and will not load into the bare model"
+            self.report(state_dict, f"`{shown}` {where} {keys}; save {advice}", fix=fix)

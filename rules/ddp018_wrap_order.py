@@ -2,35 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from ddplint.analysis.names import last_name
+from ddplint.analysis.catalogue import SHARDING_WRAPPERS, SYNC_BATCHNORM_CONVERSION, covering_needles
+from ddplint.analysis.guards import Site
+from ddplint.analysis.wrappers import CONVERT, OPTIMIZER, SHARD, WRAP
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
-
-#: Wrappers that replace the module's parameters (FSDP flattens them,
-#: `fully_shard` turns them into DTensors): an optimizer built before holds
-#: tensors the module no longer uses.
-SHARDING = frozenset(
-    {
-        "torch.distributed.fsdp.FullyShardedDataParallel",
-        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
-        "torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fsdp.fully_shard",
-        "torch.distributed.fsdp.fully_shard.fully_shard",
-    }
-)  # fmt: skip
-DDP = frozenset({"torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel"})
-CONVERT_SYNC_BN = "convert_sync_batchnorm"
-
-
-@dataclass(frozen=True)
-class _Event:
-    kind: str  # "optimizer", "shard", "ddp", "convert"
-    model: str  # the module, as written (`model`, `self.model`)
-    node: cst.Call
-    statement: cst.CSTNode
-    function: cst.FunctionDef | None
 
 
 class WrapOrder(Rule):
@@ -88,97 +65,28 @@ class WrapOrder(Rule):
     name = "wrap-order"
     severity = Severity.ERROR
     summary = "Optimizer built before FSDP replaces the parameters, or SyncBatchNorm converted after DDP."
+    requires = frozenset({"models"})
     distributed_only = True
-    tokens = ("FullyShardedDataParallel", "FSDP", "fully_shard", "convert_sync_batchnorm")
+    tokens = covering_needles({n.rsplit(".", 1)[1] for n in SHARDING_WRAPPERS} | {"FSDP", SYNC_BATCHNORM_CONVERSION})
     tags = ("correctness",)
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self.events: list[_Event] = []
+    def trigger_Call(self, node: cst.Call) -> bool:
+        step = self.ctx.models.step(node)
+        return step is not None and step.kind in (OPTIMIZER, CONVERT)
 
-    def visit_Call(self, node: cst.Call) -> None:
-        ctx = self.ctx
-        names = ctx.qualified_names(node.func)
-        code = ctx.module.code_for_node
-        first = node.args[0].value if node.args and node.args[0].keyword is None else None
-        kind = None
-        if names & SHARDING and first is not None and not _keeps_parameters(node):
-            kind = "shard"
-        elif names & DDP and first is not None:
-            kind = "ddp"
-        elif last_name(node.func) == CONVERT_SYNC_BN and first is not None:
-            kind = "convert"
-        else:
-            model = _parameters_of(node)
-            if model is not None and _is_optimizer(node, names):
-                self.events.append(_Event("optimizer", code(model), node, ctx.statement(), ctx.enclosing_function()))
-            return
-        self.events.append(_Event(kind, code(_unwrap_call(first)), node, ctx.statement(), ctx.enclosing_function()))
-
-    def finish(self) -> None:
-        for index, event in enumerate(self.events):
-            later = [e for e in self.events[index + 1 :] if e.function is event.function and e.model == event.model]
-            if event.kind == "optimizer":
-                shard = next((e for e in later if e.kind == "shard"), None)
-                rebuilt = shard is not None and any(
-                    e.kind == "optimizer" for e in later[later.index(shard) :]
-                )  # a second optimizer after wrapping replaces this one
-                if shard is not None and not rebuilt:
-                    self.report(
-                        event.node,
-                        f"this optimizer holds `{event.model}`'s parameters from before FSDP wraps it (line "
-                        "below): FSDP replaces them, so `step()` updates tensors the model no longer uses; "
-                        "build the optimizer after wrapping",
-                        statement=event.statement,
-                    )
-            elif event.kind == "ddp":
-                convert = next((e for e in later if e.kind == "convert"), None)
-                if convert is not None:
-                    self.report(
-                        convert.node,
-                        f"`{event.model}` is already wrapped in DistributedDataParallel: DDP's construction-time "
-                        "checks (GPU-only SyncBatchNorm, its logging) never saw these layers, and PyTorch documents "
-                        "converting before wrapping; convert first",
-                        statement=convert.statement,
-                        preview=True,
-                        severity=Severity.WARNING,
-                    )
+    def check_Call(self, node: cst.Call, site: Site) -> None:
+        step = self.ctx.models.step(node)
+        before, after = self.ctx.models.steps_around(step)  # type: ignore[arg-type]
+        later = [s.kind for s in after]
+        if step.kind == OPTIMIZER and SHARD in later and OPTIMIZER not in later[later.index(SHARD) :]:
+            self.report(node, MESSAGES[OPTIMIZER].format(model=step.model))  # (unless rebuilt after wrapping)
+        elif step.kind == CONVERT and [s.kind for s in before if s.kind in (WRAP, CONVERT)][-1:] == [WRAP]:
+            self.report(node, MESSAGES[CONVERT].format(model=step.model), preview=True, severity=Severity.WARNING)
 
 
-def _keeps_parameters(call: cst.Call) -> bool:
-    """FSDP1 with `use_orig_params=True` keeps the original parameter
-    objects as views: an optimizer built before still steps them."""
-    return any(
-        a.keyword is not None and a.keyword.value == "use_orig_params"
-        and isinstance(a.value, cst.Name) and a.value.value == "True"
-        for a in call.args
-    )  # fmt: skip
-
-
-def _parameters_of(call: cst.Call) -> cst.BaseExpression | None:
-    """`model` of `model.parameters()` passed as the first argument or `params=`."""
-    for arg in call.args:
-        if arg.keyword is None or arg.keyword.value == "params":
-            value = arg.value
-            if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in (
-                "parameters", "named_parameters"
-            ):
-                return value.func.value
-            return None
-    return None
-
-
-def _is_optimizer(call: cst.Call, names: frozenset) -> bool:
-    if any(n and n.startswith("torch.optim.") for n in names):
-        return True
-    return "optim" in (last_name(call.func) or "").lower() or (last_name(call.func) or "") in _OPTIMIZER_NAMES
-
-
-_OPTIMIZER_NAMES = frozenset({"AdamW", "Adam", "SGD", "Adagrad", "RMSprop", "Lion", "Adafactor", "LAMB", "Muon"})
-
-
-def _unwrap_call(node: cst.BaseExpression) -> cst.BaseExpression:
-    """`model.cuda()`/`model.to(device)` -> `model`."""
-    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("cuda", "to"):
-        node = node.func.value
-    return node
+MESSAGES = {
+    OPTIMIZER: "this optimizer holds `{model}`'s parameters from before FSDP wraps it (line below): FSDP replaces "
+    "them, so `step()` updates tensors the model no longer uses; build the optimizer after wrapping",
+    CONVERT: "`{model}` is already wrapped in DistributedDataParallel: DDP's construction-time checks (GPU-only "
+    "SyncBatchNorm, its logging) never saw these layers, and PyTorch documents converting before wrapping; convert first",
+}

@@ -56,6 +56,14 @@ def under_no_grad(stack: Sequence[cst.CSTNode], ctx: ModelView) -> bool:
     return False
 
 
+def detached(stack: Sequence[cst.CSTNode]) -> bool:
+    """Whether the call on top of `stack` is detached at once (`model(x).detach()`): no graph leaves it."""
+    return (
+        len(stack) >= 3 and isinstance(stack[-2], cst.Attribute) and stack[-2].attr.value == "detach"
+        and isinstance(stack[-3], cst.Call) and stack[-3].func is stack[-2]
+    )  # fmt: skip
+
+
 def disables_grad(call: cst.Call, ctx: ModelView) -> bool:
     """Whether a context manager call turns autograd off: `torch.no_grad()`,
     `torch.inference_mode()`, `torch.set_grad_enabled(False)`."""

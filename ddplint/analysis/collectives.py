@@ -37,6 +37,7 @@ from ddplint.analysis.catalogue import (
     STATE_DICT_TYPE_SETTERS,
     BUFFERED_LAYERS,
     BUFFERLESS_LAYERS,
+    FSDP_CLASSES,
     FABRIC,
     FABRIC_STRATEGY_WORDS,
     FABRIC_WRAPPERS,
@@ -54,6 +55,7 @@ from ddplint.analysis.autograd import under_no_grad
 from ddplint.analysis.guards import SELECTING, Guard, GuardKind, RankView
 from ddplint.analysis.rank_sets import RankSets
 from ddplint.analysis.rewrite import ProposedFix, keywords_fix
+from ddplint.analysis.wrappers import DDP, FSDP, wrapper_kind
 from ddplint.lazy import cst
 from ddplint.model import Applicability
 from ddplint.solver import closure, solve
@@ -114,24 +116,7 @@ ACCELERATOR_METHODS = frozenset(
 ENGINE_METHODS = frozenset({"save_checkpoint", "load_checkpoint"})
 STRATEGY_METHODS = frozenset({"barrier", "broadcast", "reduce", "all_gather"})
 
-DDP_CLASSES = frozenset(
-    {
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.nn.parallel.distributed.DistributedDataParallel",
-    }
-)
-FSDP_CLASSES = frozenset(
-    {
-        "torch.distributed.fsdp.FullyShardedDataParallel",
-        "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
-    }
-)
 ACCELERATOR_CLASSES = frozenset({"accelerate.Accelerator", "accelerate.accelerator.Accelerator"})
-#: FSDP2: shards the module in place and returns it.
-FULLY_SHARD = frozenset(
-    {"torch.distributed.fsdp.fully_shard", "torch.distributed._composable.fsdp.fully_shard",
-     "torch.distributed.fsdp.fully_shard.fully_shard"}
-)  # fmt: skip
 #: mpi4py communicator methods that every process of the communicator must call.
 MPI_COLLECTIVES = frozenset(
     {
@@ -403,11 +388,11 @@ def wrapped_model(
 def _wrapping(value: cst.CSTNode, ctx: ModelView, called: bool) -> WrappedModel | None:
     if not isinstance(value, cst.Call) or on_subgroup(value):
         return None
-    names = ctx.qualified_names(value.func)
-    if names and names <= DDP_CLASSES:
-        return WrappedModel("DDP", _syncs_buffers(value, ctx))
-    if names and names <= FSDP_CLASSES | FULLY_SHARD:
-        return WrappedModel("FSDP")
+    kind = wrapper_kind(value, ctx)
+    if kind == DDP:
+        return WrappedModel(DDP, _syncs_buffers(value, ctx))
+    if kind == FSDP:
+        return WrappedModel(FSDP)
     func = value.func
     if isinstance(func, cst.Attribute) and func.attr.value in FABRIC_WRAPPERS:
         one = func.attr.value == "setup_module" or called or len([a for a in value.args if a.keyword is None]) == 1

@@ -25,7 +25,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
-from ddplint.analysis.catalogue import LOCAL_VALUE_WORDS, NOT_LOCAL_VALUE_WORDS, REDUCING_METHODS, REDUCING_WORDS
+from ddplint.analysis.catalogue import (
+    LOCAL_VALUE_WORDS, NOT_LOCAL_VALUE_WORDS, REDUCING_METHODS, REDUCING_WORDS, WRAPS_MODELS_TEXT,
+)  # fmt: skip
 from ddplint.analysis.collectives import collective_name, wrapped_model
 from ddplint.analysis.names import dotted_name, last_name, name_words
 from ddplint.analysis.tree import descendants
@@ -41,7 +43,7 @@ _COMPUTING = ("torch.", "math.", "numpy.", "np.", "builtins.", "statistics.")
 _CONSTANT_BUILDERS = frozenset({"float", "int", "bool", "str"})
 _DEPTH = 4
 _EVALUATION = re.compile(r"(?i)eval|valid|test")
-_WRAPPERS = re.compile(r"DistributedDataParallel|FullyShardedDataParallel|\bfully_shard\b|\bDDP\(|\bFSDP\(|deepspeed\.initialize")
+_WRAPPERS = re.compile(WRAPS_MODELS_TEXT)
 
 
 def looks_local(dotted: str) -> bool:

@@ -27,6 +27,7 @@ from ddplint.analysis.rank_kinds import RankKinds
 from ddplint.analysis.rank_zero import RankZeroTests
 from ddplint.analysis.receivers import imported_method_names
 from ddplint.analysis.scope import QualNames, ScopeTracker
+from ddplint.analysis.wrappers import Models
 from ddplint.config.settings import Settings
 from ddplint.lazy import cst
 from ddplint.project.facts import NO_FACTS, FileFacts
@@ -36,7 +37,7 @@ from ddplint.project.facts import NO_FACTS, FileFacts
 OPTIONAL_ANALYSES = {
     "data": DataAnalysis, "loops": TrainingLoops, "rank": RankAnalysis, "rank_kinds": RankKinds,
     "rank_zero": RankZeroTests, "outputs": Outputs, "barriers": Barriers, "amp": ScalerSteps,
-    "devices": Devices,
+    "devices": Devices, "models": Models,
 }  # fmt: skip
 
 
@@ -133,6 +134,12 @@ class SemanticModel:
     def data(self) -> DataAnalysis:
         """The data-pipeline analysis (only for rules with ``requires = {"data"}``)."""
         return self._optional["data"]  # type: ignore[return-value]
+
+    @property
+    def models(self) -> Models:
+        """Wrapped models, bare modules, forwards around wrappers, wrap order
+        (only for rules with ``requires = {"models"}``)."""
+        return self._optional["models"]  # type: ignore[return-value]
 
     @property
     def loops(self) -> TrainingLoops:
