@@ -802,3 +802,13 @@ GUARD_KINDS_SHOWN = {
     "DECORATOR": "the rank-selecting decorator",
     "STAGGERED": "the rank-staggered block",
 }
+
+# ------------------------------------------------ loader iterations and set_epoch (DDP002)
+
+#: Callables that iterate the loader they are given (`enumerate(loader)`), by qualified name.
+ITERATING_CALLS = frozenset({"builtins.iter", "builtins.enumerate", "builtins.zip", "itertools.islice", "itertools.cycle"})
+#: Progress bars and slicers that iterate the loader they wrap, by their own name (`tqdm(loader)`).
+ITERATING_WRAPPERS = frozenset({"tqdm", "trange", "track", "islice"})
+#: What a module must mention to build a loader over a `DistributedSampler`
+#: (`ElasticDistributedSampler`, ColossalAI's `plugin.prepare_dataloader`).
+DISTRIBUTED_SAMPLER_TEXTS = ("DistributedSampler", "ElasticDistributedSampler", "prepare_dataloader")
