@@ -108,3 +108,48 @@ def test_sampler_name_is_what_the_loop_can_call() -> None:
     (iteration,) = uses.iterations(loader)
     assert uses.sampler_name(sampler, loader, iteration) == "self.train_sampler"
     assert not uses.sets_epoch(iteration, loader, sampler)
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ("DataLoader(ds, batch_size=2, shuffle=True, sampler=s)", [("sampler", ["shuffle"], None)]),
+        ("DataLoader(ds, 2, True, s)", [("sampler", ["shuffle"], None)]),  # by position
+        ("DataLoader(ds, shuffle=flag, sampler=s)", []),  # an unknown shuffle
+        ("DataLoader(ds, shuffle=True, sampler=maybe)", [("sampler", ["shuffle"], "maybe")]),
+        ("DataLoader(ds, shuffle=True, sampler=None)", []),
+        ("DataLoader(ds, batch_size=8, drop_last=True, batch_sampler=b)",
+         [("batch_sampler", ["batch_size", "drop_last"], None)]),
+        ("DataLoader(ds, batch_size=1, batch_sampler=b)", []),
+        ("DataLoader(Stream(), shuffle=True)", [("iterable", ["shuffle"], None)]),
+        ("DataLoader(Stream(), shuffle=False, sampler=s)", [("iterable", ["sampler"], None)]),
+        ("DataLoader(Pipe(), shuffle=True)", []),  # a datapipe takes shuffle
+    ],
+)
+def test_loader_conflicts(call: str, expected: list) -> None:
+    from ddplint.analysis.data import loader_conflicts
+
+    source = (
+        "from torch.utils.data import DataLoader, IterableDataset, IterDataPipe\n"
+        "class Stream(IterableDataset):\n    pass\nclass Pipe(IterDataPipe):\n    pass\n"
+        "s = RandomSampler(ds)\nb = BatchSampler(s, 4, False)\nmaybe = RandomSampler(ds) if flag else None\n"
+        f"probe = {call}\n"
+    )
+    found = []
+
+    class Probe:
+        def __init__(self, ctx) -> None:
+            self.ctx = ctx
+
+        def visit_Call(self, node) -> None:
+            found.extend(loader_conflicts(node, self.ctx))
+
+    module = cst.parse_module(source)
+    stack: list = []
+    ctx = FileContext("t.py", source, module, Settings(rules=frozenset()), stack)
+
+    def fail(rule, exc):
+        raise exc
+
+    Walker(ctx.analyses, [Probe(ctx)], fail, stack).walk(module)
+    assert [(c.option, [name for name, _ in c.conflicts], c.when) for c in found] == expected

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from ddplint.analysis.calls import bind_arguments, bind_to_function
+from ddplint.analysis.calls import BoundArguments, bind_arguments, bind_to_function
 from ddplint.analysis.catalogue import (
     DATASET_WRAPPERS, DEFAULT_COLLATES, DISTRIBUTED_SAMPLER_TEXTS, HF_DATASET_METHODS, HF_LOAD_DATASET,
     ITERATING_CALLS, ITERATING_WRAPPERS, RANK_READ_WORDS, STREAM_FACTORIES,
@@ -18,7 +18,7 @@ from ddplint.analysis.catalogue import (
 from ddplint.analysis.classes import class_of_instance, imported_bases, inherits_from
 from ddplint.analysis.names import dotted_name, last_name, name_words
 from ddplint.analysis.tree import children, descendants, names_in
-from ddplint.analysis.values import truthiness
+from ddplint.analysis.values import int_value, is_none_literal, may_be_not_none, truthiness
 from ddplint.lazy import cst
 from ddplint.solver import closure
 
@@ -888,3 +888,86 @@ def parameter_names(function: cst.FunctionDef) -> list[str]:
     params = function.params
     return [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
 
+
+
+# ---------------------------------------------------------------- arguments DataLoader rejects
+
+
+@dataclass(frozen=True)
+class LoaderConflict:
+    """Arguments of one DataLoader call that `DataLoader.__init__` rejects
+    with `ValueError`. `option` says which check: "sampler" (a sampler
+    together with a truthy `shuffle`), "batch_sampler" (with a `batch_size`
+    other than 1, a truthy `shuffle` or `drop_last`, or a `sampler`), or
+    "iterable" (an IterableDataset of the module, `dataset`, given a truthy
+    `shuffle`, a `sampler` or a `batch_sampler`). `given` is the sampler or
+    batch sampler argument (None for "iterable"), `conflicts` the (parameter,
+    argument) pairs in conflict with it, and `when` the name of the variable
+    the conflict needs to be not None (`sampler = DistributedSampler(ds) if
+    distributed else None`), None when it always holds."""
+
+    option: str
+    given: cst.Arg | None
+    conflicts: tuple[tuple[str, cst.Arg], ...]
+    when: str | None = None
+    dataset: cst.ClassDef | None = None
+
+
+def loader_conflicts(call: cst.Call, ctx: ModelView) -> list[LoaderConflict]:
+    """What `DataLoader.__init__` would reject in `call` (read where the walk
+    is), matching arguments by keyword and position; only what is certain
+    from the code: a truthy value must be always true, a sampler passed on
+    some path."""
+    if not is_dataloader(call, ctx):
+        return []
+    args = bind_arguments(call, LOADER_POSITIONAL)
+    dataset = args.value("dataset")
+    dataset_class = class_of_instance(dataset, ctx) if dataset is not None else None
+    if dataset_class is not None and inherits_from(dataset_class, ITERABLE_DATASETS | DATAPIPES, ctx):
+        shuffle = None if inherits_from(dataset_class, DATAPIPES, ctx) else _truthy(args, "shuffle", ctx)
+        bad = [a for a in (shuffle, _given(args, "sampler", ctx), _given(args, "batch_sampler", ctx)) if a]
+        return [LoaderConflict("iterable", None, _named(args, bad), dataset=dataset_class)] if bad else []
+    found = []
+    sampler, shuffle = _given(args, "sampler", ctx), _truthy(args, "shuffle", ctx)
+    if sampler is not None and shuffle is not None and args.explicit.get("batch_sampler") is None:
+        found.append(LoaderConflict("sampler", sampler, _named(args, [shuffle]), _none_on_some_path(sampler, ctx)))
+    batch_sampler = _given(args, "batch_sampler", ctx)
+    if batch_sampler is not None:
+        conflicts = []
+        batch_size = args.explicit.get("batch_size")
+        if batch_size is not None and (
+            is_none_literal(batch_size.value) or int_value(batch_size.value, ctx) not in (1, None)
+        ):
+            conflicts.append(batch_size)
+        conflicts += filter(None, (_truthy(args, "shuffle", ctx), _given(args, "sampler", ctx)))
+        conflicts += filter(None, (_truthy(args, "drop_last", ctx),))
+        if conflicts:
+            when = _none_on_some_path(batch_sampler, ctx)
+            found.append(LoaderConflict("batch_sampler", batch_sampler, _named(args, conflicts), when))
+    return found
+
+
+def _given(args: BoundArguments, name: str, ctx: ModelView) -> cst.Arg | None:
+    """The argument for `name` if some path certainly passes a non-None value."""
+    arg = args.explicit.get(name)
+    if arg is None or is_none_literal(arg.value) or not may_be_not_none(arg.value, ctx):
+        return None
+    return arg
+
+
+def _truthy(args: BoundArguments, name: str, ctx: ModelView) -> cst.Arg | None:
+    arg = args.explicit.get(name)
+    return arg if arg is not None and truthiness(arg.value, ctx) is True else None
+
+
+def _named(args: BoundArguments, found: list[cst.Arg]) -> tuple[tuple[str, cst.Arg], ...]:
+    return tuple((next(name for name, a in args.explicit.items() if a is arg), arg) for arg in found)
+
+
+def _none_on_some_path(arg: cst.Arg, ctx: ModelView) -> str | None:
+    """The variable passed as `arg` when it is None on some path (`x if c else None`)."""
+    if isinstance(arg.value, cst.Name) and may_be_not_none(arg.value, ctx) and any(
+        is_none_literal(v) or isinstance(v, cst.IfExp) for v in ctx.values_of(arg.value)
+    ):
+        return arg.value.value
+    return None
