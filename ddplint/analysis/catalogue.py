@@ -812,3 +812,11 @@ ITERATING_WRAPPERS = frozenset({"tqdm", "trange", "track", "islice"})
 #: What a module must mention to build a loader over a `DistributedSampler`
 #: (`ElasticDistributedSampler`, ColossalAI's `plugin.prepare_dataloader`).
 DISTRIBUTED_SAMPLER_TEXTS = ("DistributedSampler", "ElasticDistributedSampler", "prepare_dataloader")
+
+# ------------------------------------------------ training loaders (DDP003)
+
+#: Parts of a loader's or dataset's name (any case) that say it trains, or that it evaluates (`val_loader`, `test_set`).
+TRAINING_NAME_PARTS = ("train",)
+EVALUATION_NAME_PARTS = ("val", "eval", "test")
+#: Lightning's DataLoader hooks: the Trainer inserts the DistributedSampler into the loaders they return.
+LIGHTNING_LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"})

@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from ddplint.analysis.calls import BoundArguments, bind_arguments, bind_to_function
 from ddplint.analysis.catalogue import (
-    DATASET_WRAPPERS, DEFAULT_COLLATES, DISTRIBUTED_SAMPLER_TEXTS, HF_DATASET_METHODS, HF_LOAD_DATASET,
-    ITERATING_CALLS, ITERATING_WRAPPERS, RANK_READ_WORDS, STREAM_FACTORIES,
+    DATASET_WRAPPERS, DEFAULT_COLLATES, DISTRIBUTED_SAMPLER_TEXTS, EVALUATION_NAME_PARTS, HF_DATASET_METHODS,
+    HF_LOAD_DATASET, ITERATING_CALLS, ITERATING_WRAPPERS, LIGHTNING_LOADER_HOOKS, RANK_READ_WORDS, STREAM_FACTORIES,
+    TRAINING_NAME_PARTS,
 )
+from ddplint.analysis.collectives import DDP_CLASSES, FSDP_CLASSES, FULLY_SHARD
 from ddplint.analysis.classes import class_of_instance, imported_bases, inherits_from
 from ddplint.analysis.names import dotted_name, last_name, name_words
 from ddplint.analysis.tree import children, descendants, names_in
@@ -63,6 +65,8 @@ DISTRIBUTED_SAMPLERS = frozenset(
     {"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"}
 )
 BATCH_SAMPLERS = frozenset({"torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler"})
+#: Wrappers that replicate (or shard) a model over the ranks of a process group.
+REPLICATING = DDP_CLASSES | FSDP_CLASSES | FULLY_SHARD
 
 
 @dataclass(frozen=True)
@@ -346,6 +350,10 @@ class DataAnalysis:
         self.loaders: LoaderUses | None = None
         if any(text in ctx.source for text in DISTRIBUTED_SAMPLER_TEXTS):
             self.loaders = LoaderUses(ctx)
+        #: Whether the module replicates a model over ranks, and hands something
+        #: to accelerate's `prepare`: followed only in modules that mention DataLoader.
+        self._replication = "DataLoader" in ctx.source
+        self._replicated = self._accelerate_prepares = False
 
     def visit_For(self, node: cst.For) -> None:
         if self.loaders is not None:
@@ -358,6 +366,8 @@ class DataAnalysis:
     def visit_Call(self, node: cst.Call) -> None:
         if self.loaders is not None:
             self.loaders.visit_Call(node)
+        if self._replication:
+            self._note_replication(node)
         if is_dataloader(node, self.ctx):
             from ddplint.analysis.classes import class_of_instance
 
@@ -377,6 +387,21 @@ class DataAnalysis:
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._kinds[id(node)] = dataset_kind(node, self.ctx)
+
+    def _note_replication(self, node: cst.Call) -> None:
+        if self.ctx.qualified_names(node.func) & REPLICATING or last_name(node.func) == "init_process_group":
+            self._replicated = True
+        if last_name(node.func) == "prepare" and isinstance(node.func, cst.Attribute):
+            self._accelerate_prepares |= "accelerat" in (last_name(node.func.value) or "").lower()
+
+    @property
+    def loaders_need_sampler(self) -> bool:
+        """Whether the module's DataLoaders must be split across ranks by a
+        sampler of their own: it wraps a model in DDP/FSDP (`fully_shard` too)
+        or calls `init_process_group`, and hands nothing to accelerate's
+        `prepare` (which splits the loaders itself). Final after the walk;
+        false in modules that never mention `DataLoader`."""
+        return self._replicated and not self._accelerate_prepares
 
     def kind(self, classdef: cst.ClassDef) -> str | None:
         """"map"/"iterable" for Dataset classes, including classes with
@@ -971,3 +996,50 @@ def _none_on_some_path(arg: cst.Arg, ctx: ModelView) -> str | None:
     ):
         return arg.value.value
     return None
+
+
+# ---------------------------------------------------------------- training loaders without a sampler
+
+
+def unsampled_training_loader(call: cst.Call, ctx: ModelView) -> str | None:
+    """For a DataLoader call (read where the walk is) built for training that
+    no sampler splits, its dataset as code shows it ("the dataset" when none
+    is passed); None otherwise. Such a loader gets no `sampler` or
+    `batch_sampler` (by keyword, by position or in a literal `**kwargs`;
+    unresolved ones may pass one), iterates no stream (a DataLoader takes no
+    sampler for one), is not built in a Lightning `*_dataloader` hook (the
+    Trainer adds the sampler), and shuffles or is named like a training loader
+    (`train_loader`, `train_dataset`) and not like an evaluation one only."""
+    function = ctx.enclosing_function()
+    if function is not None and function.name.value in LIGHTNING_LOADER_HOOKS and enclosing_class(ctx) is not None:
+        return None
+    args = loader_arguments(call, ctx)
+    if args.passes("sampler") or args.passes("batch_sampler"):
+        return None
+    dataset = args.value("dataset")
+    if dataset is not None and is_stream(dataset, ctx):
+        return None
+    names = " ".join(filter(None, (_assigned_to(ctx.stack), _name_of(dataset)))).lower()
+    train = any(part in names for part in TRAINING_NAME_PARTS)
+    shuffle = args.value("shuffle")
+    if not (train or (shuffle is not None and truthiness(shuffle, ctx) is True)):
+        return None
+    if not train and any(part in names for part in EVALUATION_NAME_PARTS):
+        return None
+    return ctx.module.code_for_node(dataset) if dataset is not None else "the dataset"
+
+
+def _assigned_to(stack: list[cst.CSTNode]) -> str | None:
+    """The names the innermost statement of `stack` assigns to, if it is an assignment."""
+    for node in reversed(stack):
+        if isinstance(node, cst.Assign):
+            return " ".join(filter(None, (_name_of(t.target) for t in node.targets)))
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return None
+    return None
+
+
+def _name_of(node: cst.CSTNode | None) -> str | None:
+    if isinstance(node, cst.Subscript):
+        return cst.Module([]).code_for_node(node)
+    return dotted_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
