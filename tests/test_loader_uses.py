@@ -153,3 +153,72 @@ def test_loader_conflicts(call: str, expected: list) -> None:
 
     Walker(ctx.analyses, [Probe(ctx)], fail, stack).walk(module)
     assert [(c.option, [name for name, _ in c.conflicts], c.when) for c in found] == expected
+
+
+def _walk_probe(source: str, requires=("data",)):
+    found = []
+
+    class Probe:
+        def __init__(self, ctx) -> None:
+            self.ctx = ctx
+
+        def visit_Call(self, node) -> None:
+            from ddplint.analysis.data import is_dataloader, unsampled_training_loader
+
+            if is_dataloader(node, self.ctx):
+                found.append(unsampled_training_loader(node, self.ctx))
+
+    module = cst.parse_module(source)
+    stack: list = []
+    ctx = FileContext("t.py", source, module, Settings(rules=frozenset()), stack, requires=requires)
+
+    def fail(rule, exc):
+        raise exc
+
+    Walker(ctx.analyses, [Probe(ctx)], fail, stack).walk(module)
+    return ctx, found
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("train_loader = DataLoader(train_set, batch_size=8)", "train_set"),
+        ("loader = DataLoader(items, batch_size=8, shuffle=True)", "items"),  # it shuffles
+        ("loader = DataLoader(items, batch_size=8)", None),  # nothing says it trains
+        ("val_loader = DataLoader(val_set, batch_size=8, shuffle=True)", None),  # evaluation
+        ("loaders['train'] = DataLoader(sets['train'], 8, True)", "sets['train']"),
+        ("train_loader = DataLoader(train_set, sampler=DistributedSampler(train_set))", None),
+        ("train_loader = DataLoader(train_set, 8, False, my_sampler)", None),  # by position
+        ("train_loader = DataLoader(train_set, **options)", None),  # perhaps a sampler
+        ("train_loader = DataLoader(train_set, **{'batch_size': 8})", "train_set"),
+    ],
+)
+def test_unsampled_training_loader(line: str, expected) -> None:
+    _, found = _walk_probe(f"from torch.utils.data import DataLoader\n{line}\n")
+    assert found == [expected]
+
+
+def test_lightning_hooks_get_their_sampler_from_the_trainer() -> None:
+    source = (
+        "from torch.utils.data import DataLoader\n"
+        "class Data:\n    def train_dataloader(self):\n        return DataLoader(self.train_set, shuffle=True)\n"
+    )
+    assert _walk_probe(source)[1] == [None]
+
+
+@pytest.mark.parametrize(
+    ("line", "needs"),
+    [
+        ("model = DDP(model)", True),
+        ("dist.init_process_group('nccl')", True),
+        ("model = DDP(model)\nloader = accelerator.prepare(loader)", False),  # accelerate splits the loaders
+        ("model = model.cuda()", False),
+    ],
+)
+def test_loaders_need_sampler(line: str, needs: bool) -> None:
+    source = (
+        "import torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+        f"from torch.utils.data import DataLoader\nloader = DataLoader(ds)\n{line}\n"
+    )
+    ctx, _ = _walk_probe(source)
+    assert ctx.data.loaders_need_sampler is needs
