@@ -1,8 +1,11 @@
 """The data pipeline: Dataset classes, DataLoader calls and their arguments.
 
 Shared by the DataLoader rules (DDP002, DDP003, DDP009, DDP014) and the
-Dataset rules (DDP004, DDP005, DDP015). Everything here answers questions
-about nodes the caller already holds; nothing walks the module again.
+Dataset rules (DDP004, DDP005, DDP015): Dataset kinds, a loader's arguments
+and the ones `DataLoader.__init__` rejects, loaders over a DistributedSampler
+with their iterations and `set_epoch` calls, training loaders no sampler
+splits. Everything here answers questions about nodes the caller already
+holds; nothing walks the module again.
 """
 
 from __future__ import annotations
@@ -334,7 +337,10 @@ def is_distributed_sampler(call: cst.CSTNode, ctx: ModelView) -> bool:
 
 
 class DataAnalysis:
-    """Walker analysis: which classes the module's DataLoaders load.
+    """Walker analysis (`ctx.data`): which classes the module's DataLoaders
+    load, which loaders run over a DistributedSampler and where they are
+    iterated (`loaders`, a `LoaderUses`), and whether the module's loaders
+    need a sampler of their own (`loaders_need_sampler`).
 
     A class with `__getitem__` and `__len__` but no Dataset base is still a
     map-style dataset when a DataLoader is given one of its instances.
