@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
-from ddplint.analysis.catalogue import DDP_CLASSES, SHARDING_WRAPPERS
-from ddplint.analysis.data import enclosing_class, is_dataloader, is_stream, loader_arguments
-from ddplint.analysis.names import dotted_name, last_name
-from ddplint.analysis.rank import Site
-from ddplint.analysis.values import truthiness
+from ddplint.analysis.data import is_dataloader, unsampled_training_loader
+from ddplint.analysis.guards import Site
 from ddplint.lazy import cst
-from ddplint.paths import is_test_file
 from ddplint.model import Severity
+from ddplint.paths import is_test_file
 from ddplint.rule import Rule
-
-INIT_PROCESS_GROUP = "init_process_group"
-LIGHTNING_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"})
-_TRAIN = re.compile(r"train", re.IGNORECASE)
-_EVAL = re.compile(r"val|eval|test", re.IGNORECASE)
 
 
 class MissingDistributedSampler(Rule):
@@ -85,66 +75,20 @@ class MissingDistributedSampler(Rule):
     tokens = ("DataLoader",)
     tags = ("correctness", "performance", "data-loading")
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self.candidates: list[tuple[Site, str]] = []
-        self.distributed = False
-        self.prepared = False
+    def trigger_Call(self, node: cst.Call) -> bool:
+        return is_dataloader(node, self.ctx)
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def check_Call(self, node: cst.Call, site: Site) -> None:
         ctx = self.ctx
-        names = ctx.qualified_names(node.func)
-        if names & (DDP_CLASSES | SHARDING_WRAPPERS) or last_name(node.func) == INIT_PROCESS_GROUP:
-            self.distributed = True
-        if last_name(node.func) == "prepare" and isinstance(node.func, cst.Attribute):
-            self.prepared |= "accelerat" in (last_name(node.func.value) or "").lower()
-        if not is_dataloader(node, ctx):
-            return
-        function = ctx.enclosing_function()
-        if function is not None and function.name.value in LIGHTNING_HOOKS and enclosing_class(ctx) is not None:
-            return  # a Lightning hook: the Trainer adds the DistributedSampler
-        args = loader_arguments(node, ctx)
-        if args.passes("sampler") or args.passes("batch_sampler"):
-            return
-        dataset = args.value("dataset")
-        if dataset is not None and is_stream(dataset, ctx):
-            return  # an IterableDataset takes no sampler: whether it splits itself by rank is DDP030's
-        names_here = " ".join(filter(None, (self._target(), _name_of(dataset))))
-        shuffle = args.value("shuffle")
-        training = (shuffle is not None and truthiness(shuffle, ctx) is True) or bool(_TRAIN.search(names_here))
-        if not training or (_EVAL.search(names_here) and not _TRAIN.search(names_here)):
-            return
-        shown = ctx.module.code_for_node(dataset) if dataset is not None else "the dataset"
-        self.candidates.append((ctx.rank.site(node), shown))
-
-    def _target(self) -> str | None:
-        """The name the loader is assigned to, if any."""
-        for node in reversed(self.ctx.stack):
-            if isinstance(node, cst.Assign):
-                return " ".join(filter(None, (_name_of(t.target) for t in node.targets)))
-            if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-                return None
-        return None
-
-    def finish(self) -> None:
-        if not self.distributed or self.prepared or is_test_file(self.ctx.path) or self.ctx.one_process_group:
+        if not ctx.data.loaders_need_sampler or is_test_file(ctx.path) or ctx.one_process_group:
             return  # a test compares ranks on the same data on purpose
-        rank = self.ctx.rank
-        for site, shown in self.candidates:
-            if site.single_process or rank.selects_ranks(site.guards):
-                continue  # a one-process run, or some ranks only: not every rank's loader
+        if site.single_process or ctx.rank.selects_ranks(site.guards):
+            return  # a one-process run, or some ranks only: not every rank's loader
+        shown = unsampled_training_loader(node, ctx)
+        if shown is not None:
             self.report(
-                site.node,
+                node,
                 f"this training DataLoader over `{shown}` has no sampler, so every rank iterates the whole "
                 "dataset in the same order; pass `sampler=DistributedSampler(dataset)` (and call "
                 "`sampler.set_epoch(epoch)` each epoch)",
-                statement=site.statement,
             )
-
-
-def _name_of(node: cst.CSTNode | None) -> str | None:
-    if node is None:
-        return None
-    if isinstance(node, cst.Subscript):
-        return cst.Module([]).code_for_node(node)
-    return dotted_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.calls import BoundArguments, bind_arguments
-from ddplint.analysis.classes import class_of_instance, inherits_from
-from ddplint.analysis.data import DATALOADERS, DATAPIPES, ITERABLE_DATASETS, LOADER_POSITIONAL
-from ddplint.analysis.values import certainly_not_none, int_value, is_none_literal, may_be_not_none, truthiness
-from ddplint.lazy import cst
+from ddplint.analysis.data import loader_conflicts
+from ddplint.analysis.names import short_code
 from ddplint.analysis.rewrite import ProposedFix, with_arg_value, without_arg
+from ddplint.analysis.values import certainly_not_none
+from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
+
 
 class SamplerShuffleConflict(Rule):
     """
@@ -80,42 +80,36 @@ class SamplerShuffleConflict(Rule):
     tags = ("correctness", "data-loading")
 
     def visit_Call(self, node: cst.Call) -> None:
-        names = self.ctx.qualified_names(node.func)
-        if not names or not names <= DATALOADERS:
-            return
-        args = bind_arguments(node, LOADER_POSITIONAL)
-        dataset = args.value("dataset")
-        dataset_class = class_of_instance(dataset, self.ctx) if dataset is not None else None
-        if dataset_class is not None and inherits_from(dataset_class, ITERABLE_DATASETS | DATAPIPES, self.ctx):
-            self._check_iterable(node, args, dataset_class)
-            return
-        self._check_sampler(node, args)
-        self._check_batch_sampler(node, args)
-
-    def _given(self, args: BoundArguments, name: str) -> cst.Arg | None:
-        """The argument for `name` if some path certainly passes a non-None value."""
-        arg = args.explicit.get(name)
-        if arg is None or is_none_literal(arg.value) or not may_be_not_none(arg.value, self.ctx):
-            return None
-        return arg
-
-    def _truthy(self, args: BoundArguments, name: str) -> cst.Arg | None:
-        arg = args.explicit.get(name)
-        return arg if arg is not None and truthiness(arg.value, self.ctx) is True else None
-
-    def _check_sampler(self, node: cst.Call, args: BoundArguments) -> None:
-        sampler, shuffle = self._given(args, "sampler"), self._truthy(args, "shuffle")
-        if sampler is None or shuffle is None or args.explicit.get("batch_sampler") is not None:
-            return
-        self.report(
-            node,
-            f"`DataLoader` gets `sampler={self._code(sampler.value)}` together with "
-            f"`shuffle={self._code(shuffle.value)}`{self._maybe(sampler)}: PyTorch raises "
-            "`ValueError: sampler option is mutually exclusive with shuffle`; drop `shuffle=` "
-            "(let the sampler shuffle) or pass `shuffle=(sampler is None)`",
-            related=((shuffle, "`shuffle` is truthy here"), (sampler, "the sampler")),
-            fix=self._shuffle_fix(node, sampler, shuffle),
-        )
+        for conflict in loader_conflicts(node, self.ctx):
+            maybe = f" (whenever `{conflict.when}` is not None)" if conflict.when else ""
+            fix = None
+            if conflict.option == "sampler":
+                sampler, ((_, shuffle),) = conflict.given, conflict.conflicts
+                message = (
+                    f"`DataLoader` gets `sampler={self._code(sampler.value)}` together with "
+                    f"`shuffle={self._code(shuffle.value)}`{maybe}: PyTorch raises "
+                    "`ValueError: sampler option is mutually exclusive with shuffle`; drop `shuffle=` "
+                    "(let the sampler shuffle) or pass `shuffle=(sampler is None)`"
+                )
+                related = ((shuffle, "`shuffle` is truthy here"), (sampler, "the sampler"))
+                fix = self._shuffle_fix(node, sampler, shuffle)
+            elif conflict.option == "batch_sampler":
+                shown = ", ".join(f"`{self._code(a.value)}` for `{name}`" for name, a in conflict.conflicts)
+                message = (
+                    f"`DataLoader` gets `batch_sampler=` together with {shown}{maybe}: "
+                    "PyTorch raises `ValueError: batch_sampler option is mutually exclusive with "
+                    "batch_size, shuffle, sampler, and drop_last`; set those on the batch sampler instead"
+                )
+                related = tuple((a, "conflicts with `batch_sampler`") for _, a in conflict.conflicts)
+            else:
+                shown = ", ".join(f"`{name}={self._code(a.value)}`" for name, a in conflict.conflicts)
+                message = (
+                    f"`{conflict.dataset.name.value}` is an IterableDataset, which takes no shuffle, sampler or "
+                    f"batch_sampler, but this `DataLoader` gets {shown}: PyTorch raises `ValueError` at "
+                    "start-up; shuffle and shard inside the dataset's `__iter__` instead"
+                )
+                related = ((conflict.dataset.name, "the IterableDataset"),)
+            self.report(node, message, related=related, fix=fix)
 
     def _shuffle_fix(self, call: cst.Call, sampler: cst.Arg, shuffle: cst.Arg) -> ProposedFix:
         """Let the sampler shuffle: drop `shuffle=` when a sampler is always
@@ -127,65 +121,10 @@ class SamplerShuffleConflict(Rule):
                                ((call, with_arg_value(call, shuffle, cst.Name("False"))),))
         if not isinstance(sampler.value, cst.Name):
             return ProposedFix.display_only("Pass `shuffle=` only when no sampler is given")
-        test = cst.Comparison(
-            sampler.value, [cst.ComparisonTarget(cst.Is(), cst.Name("None"))], lpar=[cst.LeftParen()], rpar=[cst.RightParen()]
-        )
+        test = cst.parse_expression(f"({sampler.value.value} is None)")
         name = self._code(sampler.value)
         return ProposedFix(f"Shuffle only without a sampler: `shuffle=({name} is None)`",
                            ((call, with_arg_value(call, shuffle, test)),))
 
-    def _check_batch_sampler(self, node: cst.Call, args: BoundArguments) -> None:
-        batch_sampler = self._given(args, "batch_sampler")
-        if batch_sampler is None:
-            return
-        conflicts = []
-        batch_size = args.explicit.get("batch_size")
-        if batch_size is not None and (
-            is_none_literal(batch_size.value) or int_value(batch_size.value, self.ctx) not in (1, None)
-        ):
-            conflicts.append(batch_size)
-        conflicts += filter(None, (self._truthy(args, "shuffle"), self._given(args, "sampler")))
-        conflicts += filter(None, (self._truthy(args, "drop_last"),))
-        if not conflicts:
-            return
-        shown = ", ".join(f"`{self._code(a.value)}` for `{self._param(args, a)}`" for a in conflicts)
-        self.report(
-            node,
-            f"`DataLoader` gets `batch_sampler=` together with {shown}{self._maybe(batch_sampler)}: "
-            "PyTorch raises `ValueError: batch_sampler option is mutually exclusive with "
-            "batch_size, shuffle, sampler, and drop_last`; set those on the batch sampler instead",
-            related=tuple((a, "conflicts with `batch_sampler`") for a in conflicts),
-        )
-
-    def _check_iterable(self, node: cst.Call, args: BoundArguments, dataset: cst.ClassDef) -> None:
-        datapipe = inherits_from(dataset, DATAPIPES, self.ctx)
-        bad = []
-        shuffle = args.explicit.get("shuffle")
-        if not datapipe and shuffle is not None and truthiness(shuffle.value, self.ctx) is True:
-            bad.append(shuffle)
-        bad += filter(None, (self._given(args, "sampler"), self._given(args, "batch_sampler")))
-        if not bad:
-            return
-        shown = ", ".join(f"`{self._param(args, a)}={self._code(a.value)}`" for a in bad)
-        self.report(
-            node,
-            f"`{dataset.name.value}` is an IterableDataset, which takes no shuffle, sampler or "
-            f"batch_sampler, but this `DataLoader` gets {shown}: PyTorch raises `ValueError` at "
-            "start-up; shuffle and shard inside the dataset's `__iter__` instead",
-            related=((dataset.name, "the IterableDataset"),),
-        )
-
-    def _maybe(self, arg: cst.Arg) -> str:
-        if isinstance(arg.value, cst.Name) and may_be_not_none(arg.value, self.ctx) and any(
-            is_none_literal(v) or isinstance(v, cst.IfExp) for v in self.ctx.values_of(arg.value)
-        ):
-            return f" (whenever `{arg.value.value}` is not None)"
-        return ""
-
-    @staticmethod
-    def _param(args: BoundArguments, arg: cst.Arg) -> str:
-        return next(name for name, a in args.explicit.items() if a is arg)
-
     def _code(self, node: cst.CSTNode) -> str:
-        text = self.ctx.module.code_for_node(node)
-        return text if len(text) <= 40 else text[:37] + "..."
+        return short_code(self.ctx.module, node)

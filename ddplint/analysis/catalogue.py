@@ -927,3 +927,20 @@ WRAPS_MODELS_TEXT = "|".join((
     *(rf"\b{n}\(" for n in sorted(WRAPPER_CALL_NAMES - {"prepare"})),
     *sorted(n.replace(".", r"\.") for n in DEEPSPEED_INITIALIZE if n.count(".") == 1),
 ))  # fmt: skip
+# ------------------------------------------------ loader iterations and set_epoch (DDP002)
+
+#: Callables that iterate the loader they are given (`enumerate(loader)`), by qualified name.
+ITERATING_CALLS = frozenset({"builtins.iter", "builtins.enumerate", "builtins.zip", "itertools.islice", "itertools.cycle"})
+#: Progress bars and slicers that iterate the loader they wrap, by their own name (`tqdm(loader)`).
+ITERATING_WRAPPERS = frozenset({"tqdm", "trange", "track", "islice"})
+#: What a module must mention to build a loader over a `DistributedSampler`
+#: (`ElasticDistributedSampler`, ColossalAI's `plugin.prepare_dataloader`).
+DISTRIBUTED_SAMPLER_TEXTS = ("DistributedSampler", "ElasticDistributedSampler", "prepare_dataloader")
+
+# ------------------------------------------------ training loaders (DDP003)
+
+#: Parts of a loader's or dataset's name (any case) that say it trains, or that it evaluates (`val_loader`, `test_set`).
+TRAINING_NAME_PARTS = ("train",)
+EVALUATION_NAME_PARTS = ("val", "eval", "test")
+#: Lightning's DataLoader hooks: the Trainer inserts the DistributedSampler into the loaders they return.
+LIGHTNING_LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"})

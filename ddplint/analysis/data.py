@@ -1,8 +1,11 @@
 """The data pipeline: Dataset classes, DataLoader calls and their arguments.
 
 Shared by the DataLoader rules (DDP002, DDP003, DDP009, DDP014) and the
-Dataset rules (DDP004, DDP005, DDP015). Everything here answers questions
-about nodes the caller already holds; nothing walks the module again.
+Dataset rules (DDP004, DDP005, DDP015): Dataset kinds, a loader's arguments
+and the ones `DataLoader.__init__` rejects, loaders over a DistributedSampler
+with their iterations and `set_epoch` calls, training loaders no sampler
+splits. Everything here answers questions about nodes the caller already
+holds; nothing walks the module again.
 """
 
 from __future__ import annotations
@@ -10,14 +13,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from ddplint.analysis.calls import bind_arguments
+from ddplint.analysis.calls import BoundArguments, bind_arguments, bind_to_function
 from ddplint.analysis.catalogue import (
-    DATASET_WRAPPERS, DEFAULT_COLLATES, HF_DATASET_METHODS, HF_LOAD_DATASET, RANK_READ_WORDS, STREAM_FACTORIES,
+    DATASET_WRAPPERS, DEFAULT_COLLATES, DISTRIBUTED_SAMPLER_TEXTS, EVALUATION_NAME_PARTS, HF_DATASET_METHODS,
+    HF_LOAD_DATASET, ITERATING_CALLS, ITERATING_WRAPPERS, LIGHTNING_LOADER_HOOKS, RANK_READ_WORDS, STREAM_FACTORIES,
+    TRAINING_NAME_PARTS,
 )
+from ddplint.analysis.catalogue import DDP_CLASSES, SHARDING_WRAPPERS
 from ddplint.analysis.classes import class_of_instance, imported_bases, inherits_from
 from ddplint.analysis.names import dotted_name, last_name, name_words
-from ddplint.analysis.tree import children, descendants
+from ddplint.analysis.tree import children, descendants, names_in
+from ddplint.analysis.values import int_value, is_none_literal, may_be_not_none, truthiness
 from ddplint.lazy import cst
+from ddplint.solver import closure
 
 if TYPE_CHECKING:
     from ddplint.analysis.view import ModelView
@@ -60,6 +68,8 @@ DISTRIBUTED_SAMPLERS = frozenset(
     {"torch.utils.data.DistributedSampler", "torch.utils.data.distributed.DistributedSampler"}
 )
 BATCH_SAMPLERS = frozenset({"torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler"})
+#: Wrappers that replicate (or shard) a model over the ranks of a process group.
+REPLICATING = DDP_CLASSES | SHARDING_WRAPPERS
 
 
 @dataclass(frozen=True)
@@ -327,7 +337,10 @@ def is_distributed_sampler(call: cst.CSTNode, ctx: ModelView) -> bool:
 
 
 class DataAnalysis:
-    """Walker analysis: which classes the module's DataLoaders load.
+    """Walker analysis (`ctx.data`): which classes the module's DataLoaders
+    load, which loaders run over a DistributedSampler and where they are
+    iterated (`loaders`, a `LoaderUses`), and whether the module's loaders
+    need a sampler of their own (`loaders_need_sampler`).
 
     A class with `__getitem__` and `__len__` but no Dataset base is still a
     map-style dataset when a DataLoader is given one of its instances.
@@ -338,8 +351,29 @@ class DataAnalysis:
         self._loaded: set[int] = set()
         self._kinds: dict[int, str | None] = {}
         self._collates: dict[int, set[bool]] = {}
+        #: Loaders over a DistributedSampler, their iterations and set_epoch
+        #: calls: followed only in modules that mention such a sampler.
+        self.loaders: LoaderUses | None = None
+        if any(text in ctx.source for text in DISTRIBUTED_SAMPLER_TEXTS):
+            self.loaders = LoaderUses(ctx)
+        #: Whether the module replicates a model over ranks, and hands something
+        #: to accelerate's `prepare`: followed only in modules that mention DataLoader.
+        self._replication = "DataLoader" in ctx.source
+        self._replicated = self._accelerate_prepares = False
+
+    def visit_For(self, node: cst.For) -> None:
+        if self.loaders is not None:
+            self.loaders.visit_For(node)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if self.loaders is not None:
+            self.loaders.visit_Return(node)
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.loaders is not None:
+            self.loaders.visit_Call(node)
+        if self._replication:
+            self._note_replication(node)
         if is_dataloader(node, self.ctx):
             from ddplint.analysis.classes import class_of_instance
 
@@ -359,6 +393,21 @@ class DataAnalysis:
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._kinds[id(node)] = dataset_kind(node, self.ctx)
+
+    def _note_replication(self, node: cst.Call) -> None:
+        if self.ctx.qualified_names(node.func) & REPLICATING or last_name(node.func) == "init_process_group":
+            self._replicated = True
+        if last_name(node.func) == "prepare" and isinstance(node.func, cst.Attribute):
+            self._accelerate_prepares |= "accelerat" in (last_name(node.func.value) or "").lower()
+
+    @property
+    def loaders_need_sampler(self) -> bool:
+        """Whether the module's DataLoaders must be split across ranks by a
+        sampler of their own: it wraps a model in DDP/FSDP (`fully_shard` too)
+        or calls `init_process_group`, and hands nothing to accelerate's
+        `prepare` (which splits the loaders itself). Final after the walk;
+        false in modules that never mention `DataLoader`."""
+        return self._replicated and not self._accelerate_prepares
 
     def kind(self, classdef: cst.ClassDef) -> str | None:
         """"map"/"iterable" for Dataset classes, including classes with
@@ -549,3 +598,454 @@ def loader_names(stack: list[cst.CSTNode], dataset: cst.CSTNode | None) -> str:
         if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             break
     return " ".join(filter(None, names))
+
+# ---------------------------------------------------------------- loaders, their iterations and set_epoch
+
+#: `DistributedSampler.__init__`'s positional parameters.
+SAMPLER_POSITIONAL = ("dataset", "num_replicas", "rank", "shuffle", "seed", "drop_last")
+#: ColossalAI's `Plugin.prepare_dataloader` positional parameters (shuffle defaults to False).
+PLUGIN_LOADER_POSITIONAL = ("dataset", "batch_size", "shuffle")
+
+
+@dataclass(frozen=True, eq=False)
+class LoaderIteration:
+    """Somewhere a loader is iterated: the `for` loops around that place
+    (innermost first, within its function), the function, and what is
+    iterated there (`train_loader` of `enumerate(train_loader)`; None where
+    the loop calls a helper that iterates the loader it is given)."""
+
+    loops: tuple[cst.For, ...]
+    function: cst.FunctionDef | None
+    expr: cst.BaseExpression | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class _Iteration:
+    keys: frozenset
+    params: frozenset[str]
+    where: LoaderIteration
+
+
+@dataclass(frozen=True, eq=False)
+class _HelperCall:
+    """A call of a module function or method, with what each parameter it
+    binds refers to: (loader/sampler keys, names mentioned) per parameter name."""
+
+    bound: tuple[tuple[cst.FunctionDef, bool, dict[str, tuple[frozenset, frozenset[str]]]], ...]
+    loops: tuple[cst.For, ...]
+    function: cst.FunctionDef | None
+
+
+@dataclass(frozen=True, eq=False)
+class _SetEpoch:
+    keys: frozenset
+    params: frozenset[str]
+    mentions: frozenset[str]
+    loops: tuple[cst.For, ...]
+    function: cst.FunctionDef | None
+
+
+class LoaderUses:
+    """Walker part of `DataAnalysis` (`ctx.data.loaders`): which DataLoaders
+    the module builds over a shuffling `DistributedSampler`, where each is
+    iterated (directly, through `iter`/`enumerate`/`zip`/`tqdm`, a `with
+    tqdm(loader) as bar:` name, or in a helper of the module given it), and
+    where `set_epoch` is called on it or its sampler (also in helpers given
+    the loader, the sampler or the epoch). Loaders are followed through
+    names, parameters, `self.` attributes and the returns of builder
+    functions (`return train_loader, val_loader`). Answers are final after the walk."""
+
+    def __init__(self, ctx: ModelView) -> None:
+        self.ctx = ctx
+        self._samplers: dict[int, cst.Call] = {}
+        self._loaders: dict[int, tuple[cst.Call, cst.Call]] = {}
+        self._builders: dict[cst.FunctionDef, set] = {}
+        self._iterations: list[_Iteration] = []
+        self._calls: list[_HelperCall] = []
+        self._set_epochs: list[_SetEpoch] = []
+        self._prepared: set = set()
+
+    # ------------------------------------------------------------ answers
+
+    def shuffling_loaders(self) -> list[tuple[cst.Call, cst.Call]]:
+        """(DataLoader call, its shuffling DistributedSampler call) for each
+        loader not handed to `.prepare(...)` (accelerate sets the epoch
+        itself); a plugin's `prepare_dataloader(..., shuffle=True)` is its
+        own sampler."""
+        return [
+            (loader, sampler)
+            for loader, sampler in self._loaders.values()
+            if id(sampler) in self._samplers and ("loader", loader) not in self._prepared
+        ]
+
+    def iterations(self, loader: cst.Call) -> list[LoaderIteration]:
+        """Each place `loader` (a DataLoader call) is iterated, in walk order;
+        a helper's iteration of a parameter given the loader counts at the call."""
+        keys = self._aliases(loader)
+        found = [it.where for it in self._iterations if it.keys & keys]
+        for call in self._calls:
+            for target, _, arguments in call.bound:
+                for name, (arg_keys, _) in arguments.items():
+                    if arg_keys & keys and any(
+                        name in it.params and it.where.function is target for it in self._iterations
+                    ):
+                        found.append(LoaderIteration(call.loops, call.function))
+        return found
+
+    def sets_epoch(self, iteration: LoaderIteration, loader: cst.Call, sampler: cst.Call) -> bool:
+        """Whether some loop around `iteration` calls `set_epoch(<its variable>)`
+        on the loader or its sampler, itself or in a helper it calls."""
+        loops, function = iteration.loops, iteration.function
+        targets = frozenset(n for loop in loops for n in names_in(loop.target))
+        refers = self._aliases(loader) | {("sampler", sampler)}
+        for record in self._set_epochs:
+            if record.function is function and record.keys & refers and record.mentions & targets:
+                if any(loop in record.loops for loop in loops):
+                    return True
+        for call in self._calls:
+            if call.function is not function or not any(loop in call.loops for loop in loops):
+                continue
+            if self._helper_sets_epoch(call, refers, targets):
+                return True
+        return False
+
+    def sampler_name(self, sampler: cst.Call, loader: cst.Call, iteration: LoaderIteration) -> str:
+        """The sampler as the iteration's function can name it: the variable or
+        `self.` attribute it was assigned to, else `<loader>.sampler`."""
+        module, function, iterated = self.ctx.module, iteration.function, iteration.expr
+        named = iterated is not None and dotted_name(iterated) is not None
+        if sampler is loader:  # a plugin's `prepare_dataloader(...)`: its sampler is the loader's
+            return f"{module.code_for_node(iterated)}.sampler" if named else "sampler"
+        for node in descendants(function if function is not None else module, into_functions=False):
+            if isinstance(node, cst.Assign) and node.value is sampler and len(node.targets) == 1:
+                return module.code_for_node(node.targets[0].target)
+        for node in descendants(module):
+            if isinstance(node, cst.Assign) and node.value is sampler and len(node.targets) == 1:
+                target = node.targets[0].target
+                if isinstance(target, cst.Attribute) and dotted_name(target.value) == "self" and function is not None:
+                    params = parameter_names(function)
+                    if params and params[0] == "self":
+                        return module.code_for_node(target)  # `self.train_sampler`, set in `__init__`
+        if named and passes_sampler(loader):
+            return f"{module.code_for_node(iterated)}.sampler"
+        return "sampler"
+
+    # ------------------------------------------------------------ collection
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        if is_distributed_sampler(node, ctx):
+            shuffle = bind_arguments(node, SAMPLER_POSITIONAL).value("shuffle")
+            if shuffle is None or truthiness(shuffle, ctx) is not False:
+                self._samplers[id(node)] = node
+        elif self._plugin_loader(node):
+            self._samplers[id(node)] = node  # the plugin's loader holds a DistributedSampler of its own
+            self._loaders[id(node)] = (node, node)
+        elif is_dataloader(node, ctx):
+            sampler = self._loader_sampler(node)
+            if sampler is not None:
+                self._loaders[id(node)] = (node, sampler)
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "set_epoch":
+            keys, params = self._receiver(node.func.value)
+            mentions = frozenset(n for a in node.args for n in names_in(a.value))
+            self._set_epochs.append(_SetEpoch(keys, params, mentions, self._loops(), ctx.enclosing_function()))
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "prepare":
+            for arg in node.args:
+                self._prepared |= self._keys(arg.value)
+        if ctx.qualified_names(node.func) & {"builtins.iter"} and node.args:
+            self._record_iteration(node.args[0].value)
+        self._record_helper_call(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        for expr in self._iterated(node.iter):
+            self._record_iteration(expr)
+            # `with tqdm(loader) as pbar: for batch in pbar:` iterates the loader.
+            for value in self.ctx.values_of(expr) if isinstance(expr, cst.Name) else ():
+                if isinstance(value, cst.Call):
+                    for inner in self._iterated(value):
+                        if inner is not value:
+                            self._record_iteration(inner)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        function = self.ctx.enclosing_function()
+        if function is not None and node.value is not None:
+            # `return train_loader, val_loader`: the builder stands for either (unpacked by the caller).
+            parts = [e.value for e in node.value.elements] if isinstance(node.value, cst.Tuple) else [node.value]
+            for part in parts:
+                self._builders.setdefault(function, set()).update(self._keys(part))
+
+    def _iterated(self, expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+        """The expressions a `for` iterates: `loader` in `enumerate(tqdm(loader))`, `zip(a, b)`."""
+        if isinstance(expr, cst.Call):
+            names = self.ctx.qualified_names(expr.func)
+            if names & ITERATING_CALLS or (last_name(expr.func) or "") in ITERATING_WRAPPERS:
+                return [e for a in expr.args if a.keyword is None for e in self._iterated(a.value)]
+            return []
+        return [expr]
+
+    def _record_iteration(self, expr: cst.BaseExpression) -> None:
+        keys, params = self._keys(expr), self._params_in(expr)
+        if keys or params:
+            where = LoaderIteration(self._loops(), self.ctx.enclosing_function(), expr)
+            self._iterations.append(_Iteration(frozenset(keys), params, where))
+
+    def _record_helper_call(self, node: cst.Call) -> None:
+        function = self.ctx.enclosing_function()
+        targets = self.ctx.flow.call_targets(node, function)
+        if not targets:
+            return
+        described: dict[int, tuple[frozenset, frozenset[str]]] = {}
+        bound = []
+        for target, skip_self in targets:
+            arguments = {}
+            for name, arg in bind_to_function(node, target, skip_self).explicit.items():
+                if id(arg) not in described:
+                    described[id(arg)] = (
+                        frozenset(self._keys(arg.value)) | self._sampler_keys(arg.value), names_in(arg.value)
+                    )
+                arguments[name] = described[id(arg)]
+            bound.append((target, skip_self, arguments))
+        self._calls.append(_HelperCall(tuple(bound), self._loops(), function))
+
+    def _loader_sampler(self, node: cst.Call) -> cst.Call | None:
+        args = loader_arguments(node, self.ctx)
+        candidates = [args.value("sampler")]
+        batch_sampler = args.value("batch_sampler")
+        if batch_sampler is not None and not isinstance(batch_sampler, cst.Call):
+            batch_sampler = next((v for v in self.ctx.origins(batch_sampler) if isinstance(v, cst.Call)), None)
+        if isinstance(batch_sampler, cst.Call) and self.ctx.qualified_names(batch_sampler.func) & BATCH_SAMPLERS:
+            inner = bind_arguments(batch_sampler, ("sampler", "batch_size", "drop_last")).value("sampler")
+            candidates.append(inner)
+        for candidate in candidates:
+            for key in self._sampler_keys(candidate):
+                return key[1]
+        return None
+
+    def _plugin_loader(self, node: cst.Call) -> bool:
+        """ColossalAI's `plugin.prepare_dataloader(dataset, batch_size, shuffle=True)`:
+        a DataLoader over a shuffling DistributedSampler, built for the caller."""
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "prepare_dataloader"):
+            return False
+        shuffle = bind_arguments(node, PLUGIN_LOADER_POSITIONAL).value("shuffle")
+        return shuffle is not None and truthiness(shuffle, self.ctx) is True and "colossalai" in self.ctx.source
+
+    def _sampler_keys(self, expr: cst.BaseExpression | None) -> frozenset:
+        """("sampler", call) for the DistributedSampler calls `expr` may be."""
+        if expr is None:
+            return frozenset()
+        values = self.ctx.origins(expr)
+        return frozenset(("sampler", v) for v in values if isinstance(v, cst.Call) and is_distributed_sampler(v, self.ctx))
+
+    def _keys(self, expr: cst.BaseExpression) -> set:
+        """What loaders `expr` may be: ("loader", DataLoader call) or ("builder", function)."""
+        keys: set = set()
+        direct = (expr,) if isinstance(expr, cst.Call) else self.ctx.values_of(expr)
+        # the values followed through parameters, attributes and returns too (`self.train_loader`)
+        values = {id(v): v for v in (*direct, *self.ctx.origins(expr))}.values()
+        for value in values:
+            if not isinstance(value, cst.Call):
+                continue
+            if is_dataloader(value, self.ctx) or self._plugin_loader(value):
+                keys.add(("loader", value))
+            elif isinstance(value.func, cst.Name):
+                keys.update(("builder", f) for f in self.ctx.values_of(value.func) if isinstance(f, cst.FunctionDef))
+        return keys
+
+    def _receiver(self, receiver: cst.BaseExpression) -> tuple[frozenset, frozenset[str]]:
+        """What a `set_epoch` receiver is: the sampler itself, or a loader's sampler."""
+        base = receiver
+        keys = set(self._sampler_keys(base))  # `self.sampler` may be the sampler itself
+        while isinstance(base, cst.Attribute) and base.attr.value in ("sampler", "batch_sampler"):
+            base = base.value
+        keys |= set(self._keys(base)) | set(self._sampler_keys(base))
+        return frozenset(keys), self._params_in(base)
+
+    def _params_in(self, expr: cst.BaseExpression) -> frozenset[str]:
+        function = self.ctx.enclosing_function()
+        if function is None or not isinstance(expr, cst.Name):
+            return frozenset()
+        return frozenset({expr.value} & set(parameter_names(function)))
+
+    def _loops(self) -> tuple[cst.For, ...]:
+        """The `for` loops whose body holds the node being visited, innermost first."""
+        loops = []
+        stack = self.ctx.stack
+        for node, child in zip(reversed(stack[:-1]), reversed(stack[1:])):
+            if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+                break
+            if isinstance(node, cst.For) and child is node.body:
+                loops.append(node)
+        return tuple(loops)
+
+    def _aliases(self, loader: cst.Call) -> frozenset:
+        """The keys that denote this loader: itself and the builders returning it."""
+        edges = ((("builder", function), returned) for function, returned in self._builders.items())
+        return frozenset(closure({("loader", loader)}, edges))
+
+    def _helper_sets_epoch(self, call: _HelperCall, refers: frozenset, targets: frozenset[str]) -> bool:
+        nothing = (frozenset(), frozenset())
+        for target, skip_self, given in call.bound:
+            params = frozenset(parameter_names(target)[1 if skip_self else 0 :])  # not `self`
+            for record in self._set_epochs:
+                if record.function is not target:
+                    continue
+                # the receiver is a parameter given the sampler, or resolves to it itself (`self.sampler`)
+                receiver_ok = bool(record.keys & refers) or any(given.get(p, nothing)[0] & refers for p in record.params)
+                # the epoch is a parameter given the loop variable, or state of the object (`self.epoch`)
+                epoch_ok = any(given.get(p, nothing)[1] & targets for p in record.mentions) or bool(
+                    record.mentions and not record.mentions & params
+                )
+                if receiver_ok and epoch_ok:
+                    return True
+        return False
+
+
+def calls_set_epoch(node: cst.CSTNode) -> bool:
+    """Whether code under `node` calls some `.set_epoch(...)`."""
+    return any(
+        isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "set_epoch"
+        for n in descendants(node)
+    )
+
+
+def passes_sampler(loader: cst.Call) -> bool:
+    """Whether a loader call passes `sampler=` by keyword."""
+    return any(a.keyword is not None and a.keyword.value == "sampler" for a in loader.args)
+
+
+def parameter_names(function: cst.FunctionDef) -> list[str]:
+    """A function's parameter names, positional ones first (`*args`/`**kwargs` not included)."""
+    params = function.params
+    return [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+
+
+
+# ---------------------------------------------------------------- arguments DataLoader rejects
+
+
+@dataclass(frozen=True)
+class LoaderConflict:
+    """Arguments of one DataLoader call that `DataLoader.__init__` rejects
+    with `ValueError`. `option` says which check: "sampler" (a sampler
+    together with a truthy `shuffle`), "batch_sampler" (with a `batch_size`
+    other than 1, a truthy `shuffle` or `drop_last`, or a `sampler`), or
+    "iterable" (an IterableDataset of the module, `dataset`, given a truthy
+    `shuffle`, a `sampler` or a `batch_sampler`). `given` is the sampler or
+    batch sampler argument (None for "iterable"), `conflicts` the (parameter,
+    argument) pairs in conflict with it, and `when` the name of the variable
+    the conflict needs to be not None (`sampler = DistributedSampler(ds) if
+    distributed else None`), None when it always holds."""
+
+    option: str
+    given: cst.Arg | None
+    conflicts: tuple[tuple[str, cst.Arg], ...]
+    when: str | None = None
+    dataset: cst.ClassDef | None = None
+
+
+def loader_conflicts(call: cst.Call, ctx: ModelView) -> list[LoaderConflict]:
+    """What `DataLoader.__init__` would reject in `call` (read where the walk
+    is), matching arguments by keyword and position; only what is certain
+    from the code: a truthy value must be always true, a sampler passed on
+    some path."""
+    if not is_dataloader(call, ctx):
+        return []
+    args = bind_arguments(call, LOADER_POSITIONAL)
+    dataset = args.value("dataset")
+    dataset_class = class_of_instance(dataset, ctx) if dataset is not None else None
+    if dataset_class is not None and inherits_from(dataset_class, ITERABLE_DATASETS | DATAPIPES, ctx):
+        shuffle = None if inherits_from(dataset_class, DATAPIPES, ctx) else _truthy(args, "shuffle", ctx)
+        bad = [a for a in (shuffle, _given(args, "sampler", ctx), _given(args, "batch_sampler", ctx)) if a]
+        return [LoaderConflict("iterable", None, _named(args, bad), dataset=dataset_class)] if bad else []
+    found = []
+    sampler, shuffle = _given(args, "sampler", ctx), _truthy(args, "shuffle", ctx)
+    if sampler is not None and shuffle is not None and args.explicit.get("batch_sampler") is None:
+        found.append(LoaderConflict("sampler", sampler, _named(args, [shuffle]), _none_on_some_path(sampler, ctx)))
+    batch_sampler = _given(args, "batch_sampler", ctx)
+    if batch_sampler is not None:
+        conflicts = []
+        batch_size = args.explicit.get("batch_size")
+        if batch_size is not None and (
+            is_none_literal(batch_size.value) or int_value(batch_size.value, ctx) not in (1, None)
+        ):
+            conflicts.append(batch_size)
+        conflicts += filter(None, (_truthy(args, "shuffle", ctx), _given(args, "sampler", ctx)))
+        conflicts += filter(None, (_truthy(args, "drop_last", ctx),))
+        if conflicts:
+            when = _none_on_some_path(batch_sampler, ctx)
+            found.append(LoaderConflict("batch_sampler", batch_sampler, _named(args, conflicts), when))
+    return found
+
+
+def _given(args: BoundArguments, name: str, ctx: ModelView) -> cst.Arg | None:
+    """The argument for `name` if some path certainly passes a non-None value."""
+    arg = args.explicit.get(name)
+    if arg is None or is_none_literal(arg.value) or not may_be_not_none(arg.value, ctx):
+        return None
+    return arg
+
+
+def _truthy(args: BoundArguments, name: str, ctx: ModelView) -> cst.Arg | None:
+    arg = args.explicit.get(name)
+    return arg if arg is not None and truthiness(arg.value, ctx) is True else None
+
+
+def _named(args: BoundArguments, found: list[cst.Arg]) -> tuple[tuple[str, cst.Arg], ...]:
+    return tuple((next(name for name, a in args.explicit.items() if a is arg), arg) for arg in found)
+
+
+def _none_on_some_path(arg: cst.Arg, ctx: ModelView) -> str | None:
+    """The variable passed as `arg` when it is None on some path (`x if c else None`)."""
+    if isinstance(arg.value, cst.Name) and may_be_not_none(arg.value, ctx) and any(
+        is_none_literal(v) or isinstance(v, cst.IfExp) for v in ctx.values_of(arg.value)
+    ):
+        return arg.value.value
+    return None
+
+
+# ---------------------------------------------------------------- training loaders without a sampler
+
+
+def unsampled_training_loader(call: cst.Call, ctx: ModelView) -> str | None:
+    """For a DataLoader call (read where the walk is) built for training that
+    no sampler splits, its dataset as code shows it ("the dataset" when none
+    is passed); None otherwise. Such a loader gets no `sampler` or
+    `batch_sampler` (by keyword, by position or in a literal `**kwargs`;
+    unresolved ones may pass one), iterates no stream (a DataLoader takes no
+    sampler for one), is not built in a Lightning `*_dataloader` hook (the
+    Trainer adds the sampler), and shuffles or is named like a training loader
+    (`train_loader`, `train_dataset`) and not like an evaluation one only."""
+    function = ctx.enclosing_function()
+    if function is not None and function.name.value in LIGHTNING_LOADER_HOOKS and enclosing_class(ctx) is not None:
+        return None
+    args = loader_arguments(call, ctx)
+    if args.passes("sampler") or args.passes("batch_sampler"):
+        return None
+    dataset = args.value("dataset")
+    if dataset is not None and is_stream(dataset, ctx):
+        return None
+    names = " ".join(filter(None, (_assigned_to(ctx.stack), _name_of(dataset)))).lower()
+    train = any(part in names for part in TRAINING_NAME_PARTS)
+    shuffle = args.value("shuffle")
+    if not (train or (shuffle is not None and truthiness(shuffle, ctx) is True)):
+        return None
+    if not train and any(part in names for part in EVALUATION_NAME_PARTS):
+        return None
+    return ctx.module.code_for_node(dataset) if dataset is not None else "the dataset"
+
+
+def _assigned_to(stack: list[cst.CSTNode]) -> str | None:
+    """The names the innermost statement of `stack` assigns to, if it is an assignment."""
+    for node in reversed(stack):
+        if isinstance(node, cst.Assign):
+            return " ".join(filter(None, (_name_of(t.target) for t in node.targets)))
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return None
+    return None
+
+
+def _name_of(node: cst.CSTNode | None) -> str | None:
+    if isinstance(node, cst.Subscript):
+        return cst.Module([]).code_for_node(node)
+    return dotted_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None

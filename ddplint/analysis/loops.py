@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ddplint.analysis.autograd import LoopBody
 from ddplint.analysis.names import last_name
+from ddplint.analysis.tree import descendants, names_in
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
@@ -69,3 +70,19 @@ class TrainingLoops:
         if found is None:
             found = self._bodies[id(loop)] = LoopBody.of(loop)
         return found
+
+
+def bound_in_loop(expr: cst.BaseExpression, loop: cst.For) -> bool:
+    """Whether the name at the root of `expr` (`loader` of `loader.sampler`)
+    gets a value inside `loop`'s body (then code put first in the body may
+    run before it exists); true when `expr` has no such name."""
+    root = expr
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    if not isinstance(root, cst.Name):
+        return True
+    for node in descendants(loop.body):
+        target = node.target if isinstance(node, (cst.AssignTarget, cst.For, cst.AnnAssign, cst.NamedExpr)) else None
+        if target is not None and root.value in names_in(target):
+            return True
+    return False

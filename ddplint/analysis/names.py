@@ -33,3 +33,9 @@ def name_words(name: str) -> set[str]:
     `numReplicas` -> {num, replicas}."""
     words = {w for w in re.split(r"[_\W]+|(?<=[a-z])(?=[A-Z])", name) if w}
     return {w.lower() for w in words} | {w.rstrip("0123456789").lower() for w in words}
+
+
+def short_code(module: cst.Module, node: cst.CSTNode, width: int = 40) -> str:
+    """`node`'s source as a message shows it: cut to `width` characters with `...`."""
+    text = module.code_for_node(node)
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -113,3 +113,11 @@ def name_reads(root: cst.CSTNode) -> Counter[str]:
             continue
         todo.extend(children(node))
     return found
+
+
+def names_in(node: cst.CSTNode) -> frozenset[str]:
+    """Every plain name written in `node` (itself included)."""
+    names = {n.value for n in descendants(node) if isinstance(n, cst.Name)}
+    if isinstance(node, cst.Name):
+        names.add(node.value)
+    return frozenset(names)
