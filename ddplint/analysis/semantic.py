@@ -21,12 +21,15 @@ from ddplint.analysis.rank_advice import RankAdvice
 from ddplint.analysis.rank_kinds import RankKinds
 from ddplint.analysis.receivers import imported_method_names
 from ddplint.analysis.scope import QualNames, ScopeTracker
+from ddplint.analysis.seeding import Seeds
 from ddplint.config.settings import Settings
 from ddplint.lazy import cst
 from ddplint.project.facts import NO_FACTS, FileFacts
 
 #: The optional analyses a rule can ask for with ``requires``.
-OPTIONAL_ANALYSES = {"rank": RankAnalysis, "loops": TrainingLoops, "data": DataAnalysis, "rank_kinds": RankKinds}
+OPTIONAL_ANALYSES = {
+    "rank": RankAnalysis, "loops": TrainingLoops, "data": DataAnalysis, "rank_kinds": RankKinds, "seeds": Seeds,
+}  # fmt: skip
 
 
 class SemanticModel:
@@ -91,6 +94,12 @@ class SemanticModel:
     def data(self) -> DataAnalysis:
         """The data-pipeline analysis (only for rules with ``requires = {"data"}``)."""
         return self._optional["data"]  # type: ignore[return-value]
+
+    @property
+    def seeds(self) -> Seeds:
+        """The module's seed calls and the randomness they govern (after the walk;
+        only for rules with ``requires = {"rank", "seeds"}``)."""
+        return self._optional["seeds"]  # type: ignore[return-value]
 
     @property
     def loops(self) -> TrainingLoops:
