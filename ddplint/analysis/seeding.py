@@ -805,12 +805,17 @@ class Seeds:
         self.worker_inits: set[cst.FunctionDef] = set()
         self._tensor_parallel = self._hf_trainer = self._random_layers = False
         self._in_play: bool | None = None
+        #: Every seeder's name says "seed": without the word the module seeds
+        #: nothing, and what its randomness would govern is never asked.
+        self._seeds_text = "seed" in ctx.source.lower()
 
     # ---------------------------------------------------------------- the walk
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         """A Hugging Face trainer subclass (also through the project's own
         base classes): the trainer reseeds every rank with `args.seed`."""
+        if not self._seeds_text:
+            return
         bases = imported_bases(node, self.ctx)
         if is_hf_trainer(bases) or any(f is not None and f.hf_trainer for f in map(self.ctx.facts.facts.get, bases)):
             self._hf_trainer = True
@@ -825,6 +830,8 @@ class Seeds:
         order = self._order[id(node)] = len(self._order)
         if last_name(node.func) in _STARTS:
             self.starts.append(ctx.enclosing_function())
+        if not self._seeds_text:
+            return
         names = ctx.qualified_names(node.func)
         if is_draw(names) or (isinstance(node.func, cst.Attribute) and node.func.attr.value in DRAW_METHODS):
             self._draws.append(ctx.rank.site(node))
