@@ -62,7 +62,7 @@ _REGISTRY: dict[str, type[Rule]] = {}
 #: The shared analyses a rule may require.
 #: The shared analyses a rule may require (`analysis.semantic.OPTIONAL_ANALYSES`,
 #: named here so that loading the catalogue loads no analysis: a test keeps them equal).
-KNOWN_ANALYSES = frozenset({"rank", "loops", "data", "rank_kinds", "seeds"})
+KNOWN_ANALYSES = frozenset({"rank", "loops", "data", "rank_kinds", "seeds", "randomness"})
 
 
 class RuleDefinitionError(TypeError):

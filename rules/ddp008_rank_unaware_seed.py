@@ -94,7 +94,7 @@ class RankUnawareSeed(Rule):
     name = "rank-unaware-seed"
     severity = Severity.WARNING
     summary = "Every rank seeds its random generators with the same seed."
-    requires = frozenset({"rank", "seeds"})
+    requires = frozenset({"rank", "seeds", "randomness"})
     distributed_only = True
     tokens = ("manual_seed", "manual_seed_all", "seed", "seed_everything", "set_seed", "init_seeds")
     tags = ("reproducibility", "correctness")
@@ -103,9 +103,9 @@ class RankUnawareSeed(Rule):
         return seed_call(node, self.ctx)
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
-        seeds = self.ctx.seeds
+        seeds, randomness = self.ctx.seeds, self.ctx.randomness
         seed = seeds.of(node)
-        if seed is None or seeds.common_by_design or not seeds.randomness_in_play():
+        if seed is None or randomness.common_by_design or not randomness.in_play(seeds):
             return  # the ranks need the same random stream, or nothing a rank draws would differ
         if seeds.shared(seed):
             self.report(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ddplint.analysis.catalogue import GENERATOR_CLASSES
 from ddplint.analysis.guards import Site
-from ddplint.analysis.seeding import owned_generators, reseeds_in_workers
+from ddplint.analysis.seeding import owned_generators, reseeds_in_workers, worker_init_functions
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
@@ -85,15 +85,22 @@ class DatasetRngSharedAcrossWorkers(Rule):
     summary = "A Dataset's own random generator is copied into every worker: identical augmentations."
     tokens = tuple(sorted({name.rsplit(".", 1)[-1] for name in GENERATOR_CLASSES}))
     context_tokens = ("__getitem__", "__iter__")
-    requires = frozenset({"data", "rank", "seeds"})
+    requires = frozenset({"data"})
     preview = True
     tags = ("correctness", "data-loading")
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self.worker_inits: set[cst.FunctionDef] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.worker_inits.update(worker_init_functions(node, self.ctx))
 
     def check_ClassDef(self, node: cst.ClassDef, site: Site) -> None:
         if self.ctx.data.kind(node) is None:
             return
         for attr, value, statement in owned_generators(node, self.ctx):
-            if not reseeds_in_workers(attr, self.ctx.seeds):
+            if not reseeds_in_workers(attr, self.worker_inits, self.ctx):
                 self.report(
                     value,
                     f"`self.{attr}` is created once in `{node.name.value}.__init__` and drawn from in every "

@@ -62,8 +62,8 @@ def test_which_generators_a_seed_call_seeds() -> None:
 
 
 def test_a_common_seed_with_dropout_in_play_is_shared_by_every_rank() -> None:
-    _, seeds = _seeds("torch.manual_seed(args.seed)\nlayer = nn.Dropout(0.1)\n")
-    assert seeds.randomness_in_play()
+    model, seeds = _seeds("torch.manual_seed(args.seed)\nlayer = nn.Dropout(0.1)\n")
+    assert model.model.randomness.in_play(seeds)
     assert seeds.shared(_only(seeds))
 
 
@@ -83,10 +83,10 @@ def test_a_common_seed_reseeded_per_rank_later_in_the_function_is_not_shared() -
 
 
 def test_nothing_random_in_play_and_sharding_needs_a_common_seed() -> None:
-    _, quiet = _seeds("torch.manual_seed(0)\nx = torch.zeros(3)\n")
-    assert not quiet.randomness_in_play()
-    _, sharded = _seeds("torch.manual_seed(0)\nfrom torch.distributed.fsdp import FullyShardedDataParallel\nm = FullyShardedDataParallel(net)\n")
-    assert sharded.common_by_design
+    quiet, seeds = _seeds("torch.manual_seed(0)\nx = torch.zeros(3)\n")
+    assert not quiet.model.randomness.in_play(seeds)
+    sharded, _ = _seeds("torch.manual_seed(0)\nfrom torch.distributed.fsdp import FullyShardedDataParallel\nm = FullyShardedDataParallel(net)\n")
+    assert sharded.model.randomness.common_by_design
 
 
 def test_what_seeds_a_generator_before_a_point() -> None:
@@ -106,7 +106,7 @@ def test_a_call_that_says_seed_counts_as_seeding_of_unknown_reach() -> None:
 
 
 def test_seeding_in_a_dataloader_worker_from_its_worker_seed() -> None:
-    _, seeds = _seeds(
+    model, seeds = _seeds(
         """\
         def seed_worker(worker_id):
             np.random.seed(torch.initial_seed() % 2**32)
@@ -116,7 +116,7 @@ def test_seeding_in_a_dataloader_worker_from_its_worker_seed() -> None:
     )
     worker, main = seeds.calls
     assert worker.from_worker and not worker.uniform and main.uniform
-    assert seeds.randomness_in_play()  # seeding the workers: they draw
+    assert model.model.randomness.in_play(seeds)  # seeding the workers: they draw
     assert seeds.shared_by_workers(worker)
 
 

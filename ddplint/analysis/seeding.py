@@ -22,9 +22,11 @@
 * `Seeds` (the model's ``seeds`` analysis, ``requires = {"rank", "seeds"}``):
   the module's seed calls in walk order (`SeedCall`: what each seeds, with
   what value, whether that value is the same on every rank:
-  `same_on_every_rank`) and the per-rank randomness they govern, asked after
-  the walk: which seeds every rank shares, what seeds a generator before a
-  given point (`Seeded`), whether the module seeds anything at all.
+  `same_on_every_rank`), asked after the walk: which seeds every rank
+  shares, what seeds a generator before a given point (`Seeded`), whether
+  the module seeds anything at all.
+* `Randomness` (the ``randomness`` analysis): the per-rank randomness a
+  shared seed governs, and whether the ranks need a common seed by design.
 * Settings that stay in the process that makes them (`process_local_setting`):
   seed calls, cuDNN flags, deterministic switches.
 * Generators a Dataset owns (`owned_generators`): created once in
@@ -786,8 +788,8 @@ class Seeded(enum.Enum):
 
 
 class Seeds:
-    """The module's seed calls and the per-rank randomness they govern: the
-    ``seeds`` analysis, filled by the walk (with the rank analysis), asked after it."""
+    """The module's seed calls: the ``seeds`` analysis, filled by the walk
+    (with the rank analysis), asked after it."""
 
     def __init__(self, ctx) -> None:
         self.ctx = ctx
@@ -798,32 +800,11 @@ class Seeds:
         self.other_seeding = False
         #: Functions (None: module level) that join the process group: a rank's program starts there.
         self.starts: list[cst.FunctionDef | None] = []
-        self._draws: list[Site] = []
-        #: `model.train()` calls: with training steps, the model's dropout draws per rank.
-        self._train_modes: list[Site] = []
         #: Functions DataLoaders run in each worker (`worker_init_fn=`).
         self.worker_inits: set[cst.FunctionDef] = set()
-        self._tensor_parallel = self._hf_trainer = self._random_layers = False
-        self._in_play: bool | None = None
         #: Every seeder's name says "seed": without the word the module seeds
-        #: nothing, and what its randomness would govern is never asked.
+        #: nothing (its program starts are still noted).
         self._seeds_text = "seed" in ctx.source.lower()
-
-    # ---------------------------------------------------------------- the walk
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        """A Hugging Face trainer subclass (also through the project's own
-        base classes): the trainer reseeds every rank with `args.seed`."""
-        if not self._seeds_text:
-            return
-        bases = imported_bases(node, self.ctx)
-        if is_hf_trainer(bases) or any(f is not None and f.hf_trainer for f in map(self.ctx.facts.facts.get, bases)):
-            self._hf_trainer = True
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        module = dotted_name(node.module) if node.module is not None else None
-        if module is not None and module.startswith(TENSOR_PARALLEL):
-            self._tensor_parallel = True
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
@@ -832,15 +813,8 @@ class Seeds:
             self.starts.append(ctx.enclosing_function())
         if not self._seeds_text:
             return
-        names = ctx.qualified_names(node.func)
-        if is_draw(names) or (isinstance(node.func, cst.Attribute) and node.func.attr.value in DRAW_METHODS):
-            self._draws.append(ctx.rank.site(node))
-        if sets_train_mode(node) and model_draws_in_train(node.func.value, ctx) is not False:
-            self._train_modes.append(ctx.rank.site(node))  # a model visibly free of randomness draws nothing
         self.worker_inits.update(worker_init_functions(node, ctx))
-        self._hf_trainer = self._hf_trainer or is_hf_trainer(names)
-        if not self._random_layers and (random_layer_call(node) or self._random_callee(node)):
-            self._random_layers = True
+        names = ctx.qualified_names(node.func)
         generators = seeded_generators(node, ctx)
         if not generators:
             self.other_seeding = self.other_seeding or "seed" in ctx.module.code_for_node(node.func).lower()
@@ -866,17 +840,6 @@ class Seeds:
         site = ctx.rank.site(node, ctx.rank.deps_of_all(a.value for a in node.args))
         return SeedCall(site, generators, order, shown, value, device_specific, uniform, from_worker, accelerate, fix)
 
-    def _random_callee(self, node: cst.Call) -> bool:
-        """A call of another linted module's name that brings per-rank
-        randomness (a project fact): a Dataset that augments at random
-        (SwAV's `MultiCropDataset(...)` built in main_swav.py), a helper that
-        draws noise or steps a model in train mode, a trainer class."""
-        facts = self.ctx.facts
-        if not facts:
-            return False
-        fact = facts.first(self.ctx.imported_callees(node.func))
-        return fact is not None and fact.random
-
     # ---------------------------------------------------------------- after the walk
 
     def of(self, call: cst.Call) -> SeedCall | None:
@@ -887,30 +850,6 @@ class Seeds:
     def seeds_anything(self) -> bool:
         """Whether the module seeds anything (a seed call, or a call that says "seed")."""
         return bool(self.calls) or self.other_seeding
-
-    @property
-    def common_by_design(self) -> bool:
-        """The ranks need the same random stream (parameters initialised alike
-        before sharding, tensor parallelism), or a trainer reseeds them all alike."""
-        return self._tensor_parallel or self._hf_trainer or bool(COMMON_SEED.search(self.ctx.source))
-
-    def randomness_in_play(self) -> bool:
-        """Dropout or augmentation in the module, seeding in a DataLoader's
-        workers, or random draws where the training repeats (the loop, what
-        it calls, a Dataset's per-sample methods, a model stepped in train mode)."""
-        if self._in_play is None:
-            execution = self.ctx.rank.execution
-            trains = self.ctx.rank.graph.trains
-            self._in_play = (
-                self._random_layers
-                or any(seed.site.function in self.worker_inits for seed in self.calls)
-                or any(
-                    execution.repeated(draw) or (draw.function is not None and draw.function.name.value in PER_SAMPLE_METHODS)
-                    for draw in self._draws
-                )
-                or any(execution.repeated(mode) or mode.function in trains for mode in self._train_modes)
-            )
-        return self._in_play
 
     def rank_aware(self, seed: SeedCall) -> bool:
         """Whether the ranks end up seeded differently: the seed depends on the
@@ -974,6 +913,81 @@ class Seeds:
             return Seeded.UNKNOWN, None  # other modules call it: their program may seed
         starts = runs_as_program(self.ctx.module) or point.function in self.starts
         return (Seeded.NOTHING if starts else Seeded.UNKNOWN), None
+
+
+class Randomness:
+    """Per-rank randomness in the module, what a shared seed would make the
+    ranks draw alike: the ``randomness`` analysis, filled by the walk (with
+    the rank analysis), asked after it."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self._draws: list[Site] = []
+        #: `model.train()` calls: with training steps, the model's dropout draws per rank.
+        self._train_modes: list[Site] = []
+        self._tensor_parallel = self._hf_trainer = self._random_layers = False
+        self._in_play: bool | None = None
+        self._common: bool | None = None
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        """A Hugging Face trainer subclass (also through the project's own
+        base classes): the trainer reseeds every rank with `args.seed`."""
+        bases = imported_bases(node, self.ctx)
+        if is_hf_trainer(bases) or any(f is not None and f.hf_trainer for f in map(self.ctx.facts.facts.get, bases)):
+            self._hf_trainer = True
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        module = dotted_name(node.module) if node.module is not None else None
+        if module is not None and module.startswith(TENSOR_PARALLEL):
+            self._tensor_parallel = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.ctx
+        names = ctx.qualified_names(node.func)
+        if is_draw(names) or (isinstance(node.func, cst.Attribute) and node.func.attr.value in DRAW_METHODS):
+            self._draws.append(ctx.rank.site(node))
+        if sets_train_mode(node) and model_draws_in_train(node.func.value, ctx) is not False:
+            self._train_modes.append(ctx.rank.site(node))  # a model visibly free of randomness draws nothing
+        self._hf_trainer = self._hf_trainer or is_hf_trainer(names)
+        if not self._random_layers and (random_layer_call(node) or self._random_callee(node)):
+            self._random_layers = True
+
+    def _random_callee(self, node: cst.Call) -> bool:
+        """A call of another linted module's name that brings per-rank
+        randomness (a project fact): a Dataset that augments at random
+        (SwAV's `MultiCropDataset(...)` built in main_swav.py), a helper that
+        draws noise or steps a model in train mode, a trainer class."""
+        facts = self.ctx.facts
+        if not facts:
+            return False
+        fact = facts.first(self.ctx.imported_callees(node.func))
+        return fact is not None and fact.random
+
+    @property
+    def common_by_design(self) -> bool:
+        """The ranks need the same random stream (parameters initialised alike
+        before sharding, tensor parallelism), or a trainer reseeds them all alike."""
+        if self._common is None:
+            self._common = self._tensor_parallel or self._hf_trainer or bool(COMMON_SEED.search(self.ctx.source))
+        return self._common
+
+    def in_play(self, seeds: Seeds) -> bool:
+        """Dropout or augmentation in the module, seeding in a DataLoader's
+        workers, or random draws where the training repeats (the loop, what
+        it calls, a Dataset's per-sample methods, a model stepped in train mode)."""
+        if self._in_play is None:
+            execution = self.ctx.rank.execution
+            trains = self.ctx.rank.graph.trains
+            self._in_play = (
+                self._random_layers
+                or any(seed.site.function in seeds.worker_inits for seed in seeds.calls)
+                or any(
+                    execution.repeated(draw) or (draw.function is not None and draw.function.name.value in PER_SAMPLE_METHODS)
+                    for draw in self._draws
+                )
+                or any(execution.repeated(mode) or mode.function in trains for mode in self._train_modes)
+            )
+        return self._in_play
 
 
 def runs_as_program(module: cst.Module) -> bool:
@@ -1044,7 +1058,7 @@ def _is_self_attr(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
 
 
-def reseeds_in_workers(attr: str, seeds: Seeds) -> bool:
-    """Whether a `worker_init_fn` of the module touches `self.<attr>`'s generator (`dataset.rng = ...`)."""
-    code = seeds.ctx.module.code_for_node
-    return any(re.search(rf"\.{re.escape(attr)}\b", code(f.body)) for f in seeds.worker_inits)
+def reseeds_in_workers(attr: str, worker_inits: set[cst.FunctionDef], ctx: ModelView) -> bool:
+    """Whether one of the `worker_init_fn`s touches `self.<attr>`'s generator (`dataset.rng = ...`)."""
+    code = ctx.module.code_for_node
+    return any(re.search(rf"\.{re.escape(attr)}\b", code(f.body)) for f in worker_inits)

@@ -21,7 +21,7 @@ from ddplint.analysis.rank_advice import RankAdvice
 from ddplint.analysis.rank_kinds import RankKinds
 from ddplint.analysis.receivers import imported_method_names
 from ddplint.analysis.scope import QualNames, ScopeTracker
-from ddplint.analysis.seeding import Seeds
+from ddplint.analysis.seeding import Randomness, Seeds
 from ddplint.config.settings import Settings
 from ddplint.lazy import cst
 from ddplint.project.facts import NO_FACTS, FileFacts
@@ -29,6 +29,7 @@ from ddplint.project.facts import NO_FACTS, FileFacts
 #: The optional analyses a rule can ask for with ``requires``.
 OPTIONAL_ANALYSES = {
     "rank": RankAnalysis, "loops": TrainingLoops, "data": DataAnalysis, "rank_kinds": RankKinds, "seeds": Seeds,
+    "randomness": Randomness,
 }  # fmt: skip
 
 
@@ -100,6 +101,12 @@ class SemanticModel:
         """The module's seed calls and the randomness they govern (after the walk;
         only for rules with ``requires = {"rank", "seeds"}``)."""
         return self._optional["seeds"]  # type: ignore[return-value]
+
+    @property
+    def randomness(self) -> Randomness:
+        """Per-rank randomness a shared seed governs (after the walk; only for
+        rules with ``requires = {"rank", "randomness"}``)."""
+        return self._optional["randomness"]  # type: ignore[return-value]
 
     @property
     def loops(self) -> TrainingLoops:
