@@ -62,9 +62,10 @@ _REGISTRY: dict[str, type[Rule]] = {}
 #: The shared analyses a rule may require.
 #: The shared analyses a rule may require (`analysis.semantic.OPTIONAL_ANALYSES`,
 #: named here so that loading the catalogue loads no analysis: a test keeps them equal).
-KNOWN_ANALYSES = frozenset(
-    {"rank", "loops", "data", "rank_kinds", "rank_zero", "outputs", "barriers", "amp", "devices", "models"}
-)
+KNOWN_ANALYSES = frozenset({
+    "rank", "loops", "data", "rank_kinds", "rank_zero", "outputs", "barriers", "amp", "devices", "models", "seeds",
+    "randomness",
+})  # fmt: skip
 
 
 class RuleDefinitionError(TypeError):

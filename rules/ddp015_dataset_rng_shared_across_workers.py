@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
-from ddplint.analysis.data import is_dataloader, loader_arguments, methods, reachable_methods, self_assignments
-from ddplint.analysis.names import last_name
-from ddplint.analysis.tree import descendants
+from ddplint.analysis.catalogue import GENERATOR_CLASSES
+from ddplint.analysis.guards import Site
+from ddplint.analysis.seeding import owned_generators, reseeds_in_workers, worker_init_functions
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
-
-GENERATORS = frozenset(
-    {
-        "numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator",
-        "random.Random", "torch.Generator", "torch._C.Generator",
-    }
-)  # fmt: skip
-#: What makes a generator per-worker: the worker's own seed.
-_PER_WORKER = re.compile(r"\b(?:get_worker_info|initial_seed)\b")
 
 
 class DatasetRngSharedAcrossWorkers(Rule):
@@ -94,7 +83,7 @@ class DatasetRngSharedAcrossWorkers(Rule):
     name = "dataset-rng-shared-across-workers"
     severity = Severity.WARNING
     summary = "A Dataset's own random generator is copied into every worker: identical augmentations."
-    tokens = ("default_rng", "RandomState", "Generator", "Random")
+    tokens = tuple(sorted({name.rsplit(".", 1)[-1] for name in GENERATOR_CLASSES}))
     context_tokens = ("__getitem__", "__iter__")
     requires = frozenset({"data"})
     preview = True
@@ -102,71 +91,21 @@ class DatasetRngSharedAcrossWorkers(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.found: list[tuple[cst.ClassDef, str, cst.Call, cst.CSTNode]] = []
-        self.worker_init_fns: list[cst.FunctionDef] = []
+        self.worker_inits: set[cst.FunctionDef] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
-        if is_dataloader(node, self.ctx):
-            value = loader_arguments(node, self.ctx).value("worker_init_fn")
-            if isinstance(value, cst.Name):
-                self.worker_init_fns += [v for v in self.ctx.values_of(value) if isinstance(v, cst.FunctionDef)]
+        self.worker_inits.update(worker_init_functions(node, self.ctx))
 
-    def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        table = methods(node)
-        init = table.get("__init__")
-        if init is None or not ({"__getitem__", "__iter__"} & table.keys()):
+    def check_ClassDef(self, node: cst.ClassDef, site: Site) -> None:
+        if self.ctx.data.kind(node) is None:
             return
-        created = [(attr, value, statement) for attr, value, statement in self_assignments(init) if self._creates(value)]
-        if not created or _PER_WORKER.search(self.ctx.module.code_for_node(node)):
-            return
-        drawn, recreated = set(), set()
-        for method in reachable_methods(node, "__getitem__", "__iter__"):
-            drawn |= _drawn_attributes(method)
-            recreated |= {attr for attr, _, _ in self_assignments(method)}
-        for attr, value, statement in created:
-            if attr in drawn and attr not in recreated:  # re-created where it is drawn: per worker
-                self.found.append((node, attr, value, statement))
-
-    def _creates(self, value: cst.BaseExpression) -> bool:
-        if not isinstance(value, cst.Call):
-            return False
-        if self.ctx.qualified_names(value.func) & GENERATORS:
-            return True
-        func = value.func  # torch.Generator().manual_seed(seed)
-        return isinstance(func, cst.Attribute) and func.attr.value == "manual_seed" and self._creates(func.value)
-
-    def finish(self) -> None:
-        for classdef, attr, value, statement in self.found:
-            if self.ctx.data.kind(classdef) is None or self._reseeded_by_worker_init(attr):
-                continue
-            self.report(
-                value,
-                f"`self.{attr}` is created once in `{classdef.name.value}.__init__` and drawn from in every "
-                "worker: each forked DataLoader worker gets a copy of the same state, so all workers (and, "
-                "with a fixed seed, all ranks) produce the same random augmentations; create it per worker "
-                "from `torch.initial_seed()` or `get_worker_info().seed`",
-                statement=statement,
-            )
-
-    def _reseeded_by_worker_init(self, attr: str) -> bool:
-        code = self.ctx.module.code_for_node
-        return any(re.search(rf"\.{re.escape(attr)}\b", code(f.body)) for f in self.worker_init_fns)
-
-
-def _drawn_attributes(function: cst.FunctionDef) -> set[str]:
-    """``self.x`` used as a generator: ``self.x.method(...)`` or ``generator=self.x``."""
-    drawn = set()
-    for node in descendants(function.body):
-        if not isinstance(node, cst.Call):
-            continue
-        func = node.func
-        if isinstance(func, cst.Attribute) and last_name(func.value) and _is_self_attr(func.value):
-            drawn.add(func.value.attr.value)
-        for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value == "generator" and _is_self_attr(arg.value):
-                drawn.add(arg.value.attr.value)
-    return drawn
-
-
-def _is_self_attr(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+        for attr, value, statement in owned_generators(node, self.ctx):
+            if not reseeds_in_workers(attr, self.worker_inits, self.ctx):
+                self.report(
+                    value,
+                    f"`self.{attr}` is created once in `{node.name.value}.__init__` and drawn from in every "
+                    "worker: each forked DataLoader worker gets a copy of the same state, so all workers (and, "
+                    "with a fixed seed, all ranks) produce the same random augmentations; create it per worker "
+                    "from `torch.initial_seed()` or `get_worker_info().seed`",
+                    statement=statement,  # the assignment in `__init__`, for its `# noqa`
+                )

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.rank import Site
-from ddplint.analysis.seeding import CUDNN_FLAGS, DETERMINISM_CALLS, seed_call
-from ddplint.analysis.execution import Runs
+from ddplint.analysis.guards import Runs, Site
+from ddplint.analysis.seeding import process_local_settings
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
-
-_CUDNN = "torch.backends.cudnn."
 
 
 class SeedInLauncher(Rule):
@@ -72,36 +69,21 @@ class SeedInLauncher(Rule):
     tokens = ("spawn", "start_processes")
     tags = ("reproducibility", "correctness")
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self.sites: list[tuple[Site, str]] = []
+    def trigger_Call(self, node: cst.Call | cst.Assign) -> bool:
+        return bool(process_local_settings(node, self.ctx))
 
-    def visit_Call(self, node: cst.Call) -> None:
-        ctx = self.ctx
-        if seed_call(node, ctx) or ctx.qualified_names(node.func) & DETERMINISM_CALLS:
-            self.sites.append((ctx.rank.site(node), f"`{ctx.module.code_for_node(node.func)}(...)`"))
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        ctx = self.ctx
-        for target in node.targets:
-            names = ctx.qualified_names(target.target) if isinstance(target.target, cst.Attribute) else frozenset()
-            if any(n and n.startswith(_CUDNN) and n[len(_CUDNN):] in CUDNN_FLAGS for n in names):
-                if isinstance(node.value, cst.Name) and node.value.value == "False":
-                    continue  # the default a spawned worker starts with anyway
-                shown = f"`{ctx.module.code_for_node(target.target)} = ...`"
-                self.sites.append((ctx.rank.site(target.target), shown))
-
-    def finish(self) -> None:
+    def check_Call(self, node: cst.Call | cst.Assign, site: Site) -> None:
         execution = self.ctx.rank.execution
+        if execution.runs(site) is not Runs.LAUNCHER:
+            return
         workers = sorted({w.name.value for w in execution.launched_workers()})
         worker = f"`{workers[0]}`" if len(workers) == 1 else "the worker"
-        for site, shown in self.sites:
-            if execution.runs(site) is not Runs.LAUNCHER:
-                continue
+        for part, shown in process_local_settings(node, self.ctx):
             self.report(
-                site.node,
+                part,
                 f"{shown} runs in the launcher process that starts the workers: spawned workers begin with "
                 f"fresh random state and cuDNN flags, so it never reaches them; set it inside {worker}, "
                 "seeding with `seed + rank`",
-                statement=site.statement,
             )
+
+    trigger_Assign, check_Assign = trigger_Call, check_Call

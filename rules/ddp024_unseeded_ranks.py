@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ddplint.analysis.guards import Runs, Site
-from ddplint.analysis.splits import GENERATOR_NAMES, SeedLog, Seeded, shared_in, split_draw
+from ddplint.analysis.seeding import Seeded
+from ddplint.analysis.splits import GENERATOR_NAMES, shared_in, split_draw
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
@@ -71,35 +72,23 @@ class UnseededRanks(Rule):
     name = "unseeded-ranks"
     severity = Severity.WARNING
     summary = "A train/validation split drawn on every rank without a common seed: each rank validates on another's training data."
-    requires = frozenset({"rank"})
+    requires = frozenset({"rank", "seeds"})
     distributed_only = True
     tokens = ("random_split", "train_test_split", "permutation", "randperm", "shuffle")
     tags = ("correctness", "reproducibility")
-
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self.seeds = SeedLog(ctx, ctx.rank)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.seeds.note(node)
 
     def trigger_Call(self, node: cst.Call) -> bool:
         return split_draw(node, self.ctx) is not None
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
-        rank = self.ctx.rank
-        draw = split_draw(node, self.ctx)
-        if draw is None or rank.runs(site) is not Runs.ALL or rank.execution.repeated(site):
-            return
-        if shared_in(site.function, self.ctx):
-            return  # the split is handed from one rank to all
-        seeded, seed = self.seeds.before(site, draw.generator)
-        if seeded is Seeded.PER_RANK:
-            where = lambda span: f"after a seed offset by the rank (line {span(seed.node).line})"  # noqa: E731
-        elif seeded is Seeded.NOTHING:
-            where = lambda span: f"with nothing seeding {GENERATOR_NAMES[draw.generator]} before it"  # noqa: E731
-        else:
-            return
+        ctx, draw = self.ctx, split_draw(node, self.ctx)
+        if draw is None or ctx.rank.runs(site) is not Runs.ALL or ctx.rank.execution.repeated(site):
+            return  # not drawn once on every rank
+        seeded, seed = ctx.seeds.before(site, draw.generator)
+        if seeded not in (Seeded.PER_RANK, Seeded.NOTHING) or shared_in(site.function, ctx):
+            return  # seeded alike, or the split is handed from one rank to all
+        nothing = f"with nothing seeding {GENERATOR_NAMES[draw.generator]} before it"
+        where = lambda span: nothing if seed is None else f"after a seed offset by the rank (line {span(seed.node).line})"  # noqa: E731
         self.report(
             node,
             lambda span: (

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import re
 
-from ddplint.analysis.rank import Site
-from ddplint.analysis.seeding import seed_call
+from ddplint.analysis.catalogue import INIT_PROCESS_GROUP
+from ddplint.analysis.guards import Site
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
 
-INIT_PROCESS_GROUP = frozenset(
-    {"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"}
-)
 _TRAINING = re.compile(r"\.backward\(|\boptimi[sz]er\.step\(|\.step\(\)")
 
 
@@ -71,36 +68,28 @@ class UnseededScript(Rule):
     name = "unseeded-script"
     severity = Severity.NOTE
     summary = "A training script that joins the process group and seeds nothing (off by default)."
-    requires = frozenset({"rank"})
+    requires = frozenset({"rank", "seeds"})
     distributed_only = True
     default_enabled = False
-    tokens = ("init_process_group",)
+    tokens = tuple(sorted({name.rsplit(".", 1)[-1] for name in INIT_PROCESS_GROUP}))
     tags = ("reproducibility",)
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        self.inits: list[Site] = []
-        self.seeded = False
+        self.noted = False
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def trigger_Call(self, node: cst.Call) -> bool:
+        return bool(self.ctx.qualified_names(node.func) & INIT_PROCESS_GROUP)
+
+    def check_Call(self, node: cst.Call, site: Site) -> None:
         ctx = self.ctx
-        if ctx.qualified_names(node.func) & INIT_PROCESS_GROUP:
-            self.inits.append(ctx.rank.site(node))
-        elif seed_call(node, ctx) or "seed" in (ctx.module.code_for_node(node.func).lower()):
-            self.seeded = True
-
-    def finish(self) -> None:
-        if self.seeded or _TRAINING.search(self.ctx.source) is None:
-            return  # seeded, or a tool or benchmark that trains nothing
-        execution = self.ctx.rank.execution
-        for init in self.inits:
-            if execution.from_elsewhere(init.function):
-                continue  # a helper other modules call: the program that may seed is theirs
-            if self.ctx.rank.runs_on_every_rank(init):
-                self.report(
-                    init.node,
-                    "the process group is initialised but nothing is seeded: runs cannot be reproduced; "
-                    f"seed each rank with `torch.manual_seed(seed + {self.ctx.rank_advice.rank(init)})`",
-                    statement=init.statement,
-                )
-                return
+        if self.noted or ctx.seeds.seeds_anything or _TRAINING.search(ctx.source) is None:
+            return  # noted once, seeded, or a tool or benchmark that trains nothing
+        if ctx.rank.execution.from_elsewhere(site.function) or not ctx.rank.runs_on_every_rank(site):
+            return  # a helper other modules call (the program that may seed is theirs), or not every rank's
+        self.noted = True
+        self.report(
+            node,
+            "the process group is initialised but nothing is seeded: runs cannot be reproduced; "
+            f"seed each rank with `torch.manual_seed(seed + {ctx.rank_advice.rank(site)})`",
+        )

@@ -944,3 +944,24 @@ TRAINING_NAME_PARTS = ("train",)
 EVALUATION_NAME_PARTS = ("val", "eval", "test")
 #: Lightning's DataLoader hooks: the Trainer inserts the DistributedSampler into the loaders they return.
 LIGHTNING_LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"})
+# ------------------------------------------------ randomness and seeds
+#: Values that are the same on every rank of a job (names, and calls by qualified name).
+UNIFORM_NAMES = frozenset({"world_size", "num_processes", "num_replicas", "n_gpu", "num_gpus", "ngpus", "nprocs"})
+UNIFORM_CALLS = frozenset({"torch.distributed.get_world_size", "torch.cuda.device_count"})
+#: Tensor parallelism needs identical inputs and dropout masks within a group.
+TENSOR_PARALLEL = "torch.distributed.tensor.parallel"
+#: Variables that hold the global rank (a local rank repeats on every node).
+GLOBAL_RANK_NAMES = ("rank", "global_rank", "world_rank", "RANK")
+#: accelerate's seeder, which takes `device_specific=True` to add the process index itself.
+ACCELERATE_SET_SEED = frozenset({"accelerate.utils.set_seed", "accelerate.utils.random.set_seed"})
+#: Random generator objects a program may create and own (not the global ones).
+GENERATOR_CLASSES = frozenset(
+    {
+        "numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator",
+        "random.Random", "torch.Generator", "torch._C.Generator",
+    }
+)  # fmt: skip
+#: `torch.distributed.init_process_group`: where a rank's program joins the job.
+INIT_PROCESS_GROUP = frozenset(
+    {"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"}
+)

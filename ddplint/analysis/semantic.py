@@ -27,6 +27,7 @@ from ddplint.analysis.rank_kinds import RankKinds
 from ddplint.analysis.rank_zero import RankZeroTests
 from ddplint.analysis.receivers import imported_method_names
 from ddplint.analysis.scope import QualNames, ScopeTracker
+from ddplint.analysis.seeding import Randomness, Seeds
 from ddplint.analysis.wrappers import Models
 from ddplint.config.settings import Settings
 from ddplint.lazy import cst
@@ -37,7 +38,7 @@ from ddplint.project.facts import NO_FACTS, FileFacts
 OPTIONAL_ANALYSES = {
     "data": DataAnalysis, "loops": TrainingLoops, "rank": RankAnalysis, "rank_kinds": RankKinds,
     "rank_zero": RankZeroTests, "outputs": Outputs, "barriers": Barriers, "amp": ScalerSteps,
-    "devices": Devices, "models": Models,
+    "devices": Devices, "models": Models, "seeds": Seeds, "randomness": Randomness,
 }  # fmt: skip
 
 
@@ -140,6 +141,18 @@ class SemanticModel:
         """Wrapped models, bare modules, forwards around wrappers, wrap order
         (only for rules with ``requires = {"models"}``)."""
         return self._optional["models"]  # type: ignore[return-value]
+
+    @property
+    def seeds(self) -> Seeds:
+        """The module's seed calls and the randomness they govern (after the walk;
+        only for rules with ``requires = {"rank", "seeds"}``)."""
+        return self._optional["seeds"]  # type: ignore[return-value]
+
+    @property
+    def randomness(self) -> Randomness:
+        """Per-rank randomness a shared seed governs (after the walk; only for
+        rules with ``requires = {"rank", "randomness"}``)."""
+        return self._optional["randomness"]  # type: ignore[return-value]
 
     @property
     def loops(self) -> TrainingLoops:

@@ -9,41 +9,28 @@ when every rank seeded that generator alike before drawing it:
   library's `Dataset.train_test_split` without a seed, `np.random.permutation`
   / `torch.randperm` / `random.shuffle` / `np.random.shuffle` of indices that
   the function then cuts into parts (two slices of them, `np.split`).
-* `SeedLog`: the seed calls of the module in walk order, noted call by call,
-  and after the walk what seeds a generator before a given split: a common
-  seed (the same on every rank: the split agrees), a seed offset by the rank
-  (`seed + rank`, accelerate's `set_seed(..., device_specific=True)`: the
-  splits differ), nothing (each process starts from fresh entropy: they
-  differ), or not known (the module is a library of helpers whose program,
-  and seeds, are elsewhere: it has no ``__main__`` block or module-level
-  call and the split's function does not join the process group itself,
-  or other modules call the function).
+* What seeds the generator before a split is the model's ``seeds``
+  analysis (`seeding.Seeds.before`): a common seed (the same on every rank:
+  the split agrees), a seed offset by the rank (the splits differ), nothing
+  (each process starts from fresh entropy: they differ), or not known.
 * `shared_in(function, ctx)`: the function broadcasts objects from one rank
   (`dist.broadcast_object_list(...)`): a split made there is handed to all.
 """
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ddplint.analysis.callgraph import is_main_test
 from ddplint.analysis.catalogue import ARRAY_SPLITS, BROADCASTS, PERMUTATION_DRAWS, RANDOM_SPLITS
-from ddplint.analysis.guards import Runs, Site
 from ddplint.analysis.names import last_name
-from ddplint.analysis.seeding import seed_call
+from ddplint.analysis.seeding import NUMPY, PYTHON, TORCH
 from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
-    from ddplint.analysis.rank import RankAnalysis
     from ddplint.analysis.view import ModelView
 
-TORCH, NUMPY, PYTHON = "torch", "numpy", "random"
-#: Calls that start a rank's program where they are: the seeds before them are this module's.
-_STARTS = frozenset({"init_process_group", "Accelerator", "PartialState"})
-_ALL_GENERATORS = frozenset({TORCH, NUMPY, PYTHON})
 #: The generators' names as a message says them.
 GENERATOR_NAMES = {TORCH: "torch's generator", NUMPY: "NumPy's generator", PYTHON: "Python's `random`"}
 
@@ -150,105 +137,3 @@ def shared_in(function: cst.FunctionDef | None, ctx: ModelView) -> bool:
     """Whether `function` (None: the module) broadcasts objects from one rank to all."""
     scope = function.body if function is not None else ctx.module
     return any(isinstance(n, cst.Call) and last_name(n.func) in BROADCASTS for n in descendants(scope))
-
-
-# ------------------------------------------------------------ seeds before a split
-
-
-class Seeded(enum.Enum):
-    """What seeds a generator before a split, on the ranks."""
-
-    COMMON = "the same seed on every rank"
-    PER_RANK = "a seed offset by the rank"
-    NOTHING = "nothing"
-    UNKNOWN = "not known"
-
-
-def seeded_generators(call: cst.Call, ctx: ModelView) -> frozenset[str]:
-    """The global generators `call` seeds (none: not a seed call). Frameworks'
-    and helpers' seeders (`seed_everything`, `set_seed`, `init_seeds`) seed all three."""
-    if not seed_call(call, ctx):
-        return frozenset()
-    for name in ctx.qualified_names(call.func):
-        if name and name.startswith("torch."):
-            return frozenset({TORCH})
-        if name == "numpy.random.seed":
-            return frozenset({NUMPY})
-        if name == "random.seed":
-            return frozenset({PYTHON})
-    return _ALL_GENERATORS
-
-
-@dataclass(frozen=True)
-class _Seed:
-    site: Site
-    generators: frozenset[str]
-    device_specific: bool
-    order: int
-
-
-class SeedLog:
-    """The module's seed calls in walk order (`note` every call during the
-    walk), judged after it (`before`) with the rank model."""
-
-    def __init__(self, ctx: ModelView, rank: RankAnalysis) -> None:
-        self.ctx = ctx
-        self.rank = rank
-        self.seeds: list[_Seed] = []
-        self.order: dict[int, int] = {}
-        #: A call that says "seed" whose reach is not known (`utils.set_deterministic_seed(s)`).
-        self.other_seeding = False
-        #: Functions (None: module level) that join the process group: a rank's program starts there.
-        self.starts: list[cst.FunctionDef | None] = []
-
-    def note(self, call: cst.Call) -> None:
-        self.order[id(call)] = len(self.order)
-        if last_name(call.func) in _STARTS:
-            self.starts.append(self.ctx.enclosing_function())
-        generators = seeded_generators(call, self.ctx)
-        if not generators:
-            if "seed" in self.ctx.module.code_for_node(call.func).lower():
-                self.other_seeding = True
-            return
-        rank = self.rank
-        site = rank.site(call, rank.deps_of_all(a.value for a in call.args))
-        device_specific = any(
-            a.keyword is not None and a.keyword.value == "device_specific" and not _literal_false(a.value) for a in call.args
-        )
-        self.seeds.append(_Seed(site, generators, device_specific, self.order[id(call)]))
-
-    def before(self, split: Site, generator: str) -> tuple[Seeded, Site | None]:
-        """What seeds `generator` on the ranks before the split at `split`
-        (after the walk): the last seed before it in its function decides;
-        else any seed of the module the ranks run (a common one wins)."""
-        rank = self.rank
-        order = self.order.get(id(split.node), len(self.order))
-        reaching = [
-            s for s in self.seeds
-            if generator in s.generators and rank.runs(s.site) in (Runs.ALL, Runs.UNKNOWN)
-            and not (s.site.function is split.function and s.order > order)
-        ]  # fmt: skip
-        same = [s for s in reaching if s.site.function is split.function]
-        for seed in same[-1:] or sorted(reaching, key=lambda s: self._per_rank(s)):
-            return (Seeded.PER_RANK if self._per_rank(seed) else Seeded.COMMON), seed.site
-        execution = rank.execution
-        if self.other_seeding or execution.from_elsewhere(split.function):
-            return Seeded.UNKNOWN, None  # other modules call it: their program may seed
-        starts = runs_as_program(self.ctx.module) or split.function in self.starts
-        return (Seeded.NOTHING if starts else Seeded.UNKNOWN), None
-
-    def _per_rank(self, seed: _Seed) -> bool:
-        return seed.device_specific or self.rank.is_rank_dependent(seed.site.deps)
-
-
-def runs_as_program(module: cst.Module) -> bool:
-    """Whether the module is a program, not only a library of definitions: it
-    has an ``if __name__ == "__main__":`` block or calls something at module level."""
-    for statement in module.body:
-        if isinstance(statement, cst.If) and is_main_test(statement.test):
-            return True
-        if isinstance(statement, cst.SimpleStatementLine) and any(
-            isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) for s in statement.body
-        ):
-            return True
-    return False
