@@ -107,5 +107,5 @@ class DatasetRngSharedAcrossWorkers(Rule):
                     "worker: each forked DataLoader worker gets a copy of the same state, so all workers (and, "
                     "with a fixed seed, all ranks) produce the same random augmentations; create it per worker "
                     "from `torch.initial_seed()` or `get_worker_info().seed`",
-                    statement=statement,  # the assignment in `__init__`, for its `# noqa`
+                    statement=statement,  # the assignment in `__init__`: a noqa comment there suppresses it
                 )

@@ -961,7 +961,3 @@ GENERATOR_CLASSES = frozenset(
         "random.Random", "torch.Generator", "torch._C.Generator",
     }
 )  # fmt: skip
-#: `torch.distributed.init_process_group`: where a rank's program joins the job.
-INIT_PROCESS_GROUP = frozenset(
-    {"torch.distributed.init_process_group", "torch.distributed.distributed_c10d.init_process_group"}
-)
