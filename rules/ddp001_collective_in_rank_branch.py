@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ddplint.analysis.catalogue import GUARD_KINDS_SHOWN, RANK_TEXT
+from ddplint.knowledge import GUARD_KINDS_SHOWN, RANK_TEXT
 from ddplint.analysis.collective_calls import COLLECTIVE_TOKENS
 from ddplint.analysis.guards import Guard, GuardKind
 from ddplint.lazy import cst

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.catalogue import DISTRIBUTED_SAMPLER_TEXTS
+from ddplint.knowledge import DISTRIBUTED_SAMPLER_TEXTS
 from ddplint.analysis.data import LoaderIteration, calls_set_epoch, passes_sampler
 from ddplint.analysis.loops import bound_in_loop
 from ddplint.analysis.names import dotted_name

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.catalogue import OUTPUT_WORDS
+from ddplint.knowledge import OUTPUT_WORDS
 from ddplint.analysis.outputs import PROGRESS, REPEATING, WRITER, Output
 from ddplint.analysis.rank import Site
 from ddplint.analysis.rewrite import ProposedFix

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.catalogue import INIT_PROCESS_GROUP
+from ddplint.knowledge import INIT_PROCESS_GROUP
 from ddplint.analysis.devices import has_main_block, picks_nccl
 from ddplint.analysis.guards import Site
 from ddplint.lazy import cst

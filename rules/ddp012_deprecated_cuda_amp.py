@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from ddplint.analysis.amp import modernized
-from ddplint.analysis.catalogue import DEPRECATED_AMP, DEPRECATED_AMP_MODULES
+from ddplint.knowledge import DEPRECATED_AMP, DEPRECATED_AMP_MODULES
 from ddplint.analysis.compat import in_compat_branch
 from ddplint.analysis.guards import Site
 from ddplint.analysis.rewrite import ProposedFix, without_alias

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.catalogue import GENERATOR_CLASSES
+from ddplint.knowledge import GENERATOR_CLASSES
 from ddplint.analysis.guards import Site
 from ddplint.analysis.seeding import owned_generators, reseeds_in_workers, worker_init_functions
 from ddplint.lazy import cst

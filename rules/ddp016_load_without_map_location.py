@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.catalogue import TORCH_LOADS
+from ddplint.knowledge import TORCH_LOADS
 from ddplint.analysis.devices import WITHOUT_MAP_LOCATION, in_deviceless_branch, load_placement
 from ddplint.analysis.rank import Site
 from ddplint.analysis.rewrite import ProposedFix, with_keywords

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddplint.analysis.blocks import ends_loops
-from ddplint.analysis.catalogue import BARE_MODULE, DDP_CLASSES, FSDP_CLASSES, UNWRAP_CALLS, WRAPPER_CALL_NAMES, covering_needles
+from ddplint.knowledge import BARE_MODULE, DDP_CLASSES, FSDP_CLASSES, UNWRAP_CALLS, WRAPPER_CALL_NAMES, covering_needles
 from ddplint.analysis.autograd import detached, under_no_grad
 from ddplint.analysis.guards import Site
 from ddplint.lazy import cst

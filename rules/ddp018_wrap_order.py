@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.catalogue import SHARDING_WRAPPERS, SYNC_BATCHNORM_CONVERSION, covering_needles
+from ddplint.knowledge import SHARDING_WRAPPERS, SYNC_BATCHNORM_CONVERSION, covering_needles
 from ddplint.analysis.guards import Site
 from ddplint.analysis.wrappers import CONVERT, OPTIMIZER, SHARD, WRAP
 from ddplint.lazy import cst

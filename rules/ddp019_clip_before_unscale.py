@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.catalogue import GRADIENT_CLIPS
+from ddplint.knowledge import GRADIENT_CLIPS
 from ddplint.analysis.guards import Site
 from ddplint.analysis.rewrite import ProposedFix, insert_before
 from ddplint.lazy import cst

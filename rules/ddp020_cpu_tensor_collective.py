@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.catalogue import TENSOR_COLLECTIVES
+from ddplint.knowledge import TENSOR_COLLECTIVES
 from ddplint.analysis.devices import sent_tensor
 from ddplint.analysis.guards import Site
 from ddplint.lazy import cst

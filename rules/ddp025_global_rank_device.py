@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.catalogue import GLOBAL_RANK_TEXT
+from ddplint.knowledge import GLOBAL_RANK_TEXT
 from ddplint.analysis.guards import Site
 from ddplint.analysis.rank_kinds import GLOBAL, device_index_arguments, rank_kind
 from ddplint.lazy import cst

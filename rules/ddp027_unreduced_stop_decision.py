@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddplint.analysis.callgraph import enclosing_loops
-from ddplint.analysis.catalogue import LOCAL_VALUE_WORDS
+from ddplint.knowledge import LOCAL_VALUE_WORDS
 from ddplint.analysis.guards import Site
 from ddplint.lazy import cst
 from ddplint.model import Severity

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.catalogue import EVAL_GATHERS
+from ddplint.knowledge import EVAL_GATHERS
 from ddplint.analysis.collectives import collective_name
 from ddplint.analysis.guards import Site
 from ddplint.analysis.metrics import gathered_eval

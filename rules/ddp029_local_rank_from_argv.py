@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddplint.analysis.calls import argparse_flags, keyword_value
-from ddplint.analysis.catalogue import LOCAL_RANK_FLAGS
+from ddplint.knowledge import LOCAL_RANK_FLAGS
 from ddplint.analysis.guards import Site
 from ddplint.analysis.rank_kinds import LOCAL_ENV, environment_reads
 from ddplint.analysis.rewrite import ProposedFix, with_env_default, with_string_after

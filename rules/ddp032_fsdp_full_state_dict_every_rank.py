@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.catalogue import STATE_DICT_REQUESTS
+from ddplint.knowledge import STATE_DICT_REQUESTS
 from ddplint.analysis.collectives import default_full_state_dict, full_state_dict_gather
 from ddplint.analysis.guards import Site
 from ddplint.analysis.names import last_name

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddplint.analysis.catalogue import SCHEDULE_LENGTH_KEYWORDS
+from ddplint.knowledge import SCHEDULE_LENGTH_KEYWORDS
 from ddplint.analysis.guards import Site
 from ddplint.analysis.schedules import mis_sized
 from ddplint.lazy import cst

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ddplint.analysis.catalogue import INIT_PROCESS_GROUP
+from ddplint.knowledge import INIT_PROCESS_GROUP
 from ddplint.analysis.guards import Site
 from ddplint.lazy import cst
 from ddplint.model import Severity

@@ -10,7 +10,7 @@ import libcst as cst
 import pytest
 
 from ddplint.analysis.accumulation import micro_batches
-from ddplint.analysis.catalogue import DEEPSPEED_ENGINE, DEEPSPEED_OPTIMIZER
+from ddplint.knowledge import DEEPSPEED_ENGINE, DEEPSPEED_OPTIMIZER
 from ddplint.analysis.engines import DeepSpeedParts
 from ddplint.config import Settings
 from ddplint.engine.context import FileContext

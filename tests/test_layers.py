@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "ddplint.config.settings", "ddplint.project.facts", "ddplint.project.summary", "ddplint.project.imports",
     )),
     # Vocabularies: which APIs are rank sources, collectives, writers, ...
-    ("knowledge", ("ddplint.analysis.catalogue", "ddplint.analysis.probe")),
+    ("knowledge", ("ddplint.knowledge", "ddplint.analysis.probe")),
     # Stateless LibCST helpers.
     ("syntax", (
         "ddplint.analysis.names", "ddplint.analysis.calls", "ddplint.analysis.tree", "ddplint.analysis.blocks",
@@ -98,7 +98,7 @@ GRAPH = {name: imports(name, path, modules()) for name, path in modules().items(
 def test_the_scan_sees_the_package() -> None:
     assert "ddplint.rule" in GRAPH and "ddplint.rules.ddp001_collective_in_rank_branch" in GRAPH
     assert "ddplint.analysis.rank" in GRAPH["ddplint.analysis.semantic"]
-    assert layer("ddplint.analysis.rank") == "semantic" and layer("ddplint.analysis.catalogue") == "knowledge"
+    assert layer("ddplint.analysis.rank") == "semantic" and layer("ddplint.knowledge") == "knowledge"
     assert layer("ddplint.cli.app") == "app" and layer("ddplint.project.index") == "project"
 
 

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
-from ddplint.analysis.catalogue import ACCUMULATION_TEST, BACKWARD_CHAIN_METHODS, MANUAL_REDUCE, SYNC_CONTROLS
+from ddplint.knowledge import ACCUMULATION_TEST, BACKWARD_CHAIN_METHODS, MANUAL_REDUCE, SYNC_CONTROLS
 from ddplint.analysis.collectives import wrapper_of
 from ddplint.analysis.loops import is_step
 from ddplint.analysis.tree import children

@@ -13,7 +13,7 @@ clip runs on scaled gradients. A scaler is compared as written, a local name
 bound once to another expression (``scaler = self.scaler``) as that expression.
 
 `modernized(anchor, callee, qualname, ctx)` gives the edits that rewrite a
-use of a deprecated device-specific AMP API (``catalogue.DEPRECATED_AMP``)
+use of a deprecated device-specific AMP API (``knowledge.DEPRECATED_AMP``)
 into ``torch.amp``, and `modern_call` the call alone.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from ddplint.analysis.callgraph import branch_path, compatible
-from ddplint.analysis.catalogue import (
+from ddplint.knowledge import (
     CLIP_METHODS,
     DEPRECATED_AMP,
     DEPRECATED_AUTOCAST_POSITIONAL,

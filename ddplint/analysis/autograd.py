@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
-from ddplint.analysis.catalogue import (
+from ddplint.knowledge import (
     BACKWARD_OWNERS,
     DETACHING,
     GRAD_MODE_SETTERS,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
 from ddplint.analysis.calls import literal_arguments, switched_off
-from ddplint.analysis.catalogue import BARRIER_HELPERS, BARRIER_NAMES, NOT_BARRIERS, PLAIN_BARRIERS, SYNCING_SETUP
+from ddplint.knowledge import BARRIER_HELPERS, BARRIER_NAMES, NOT_BARRIERS, PLAIN_BARRIERS, SYNCING_SETUP
 from ddplint.analysis.collectives import (
     COLLECTIVE_FUNCTIONS, collective_name, in_lazy_initialization, on_subgroup, performing_functions, wrapper_of,
 )  # fmt: skip

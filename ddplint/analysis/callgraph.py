@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from ddplint.analysis.catalogue import ONE_PROCESS_KEYWORDS
+from ddplint.knowledge import ONE_PROCESS_KEYWORDS
 from ddplint.analysis.calls import bound_values, truth
 from ddplint.analysis.collectives import COLLECTIVE_FAMILIES, collective_name
 from ddplint.analysis.loops import is_step

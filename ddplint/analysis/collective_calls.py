@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ddplint.analysis.callgraph import enclosing_loops
 from ddplint.analysis.calls import bind_to, literal_arguments, switched_off
-from ddplint.analysis.catalogue import (
+from ddplint.knowledge import (
     FRAMEWORK_COLLECTIVES,
     GATHERING_BACKEND_WORDS,
     IMPLICIT_COLLECTIVE_TOKENS,

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 
-from ddplint.analysis.catalogue import NO_GRAD_CONTEXTS  # noqa: F401 - DDP017 imports it from here
-from ddplint.analysis.catalogue import (
+from ddplint.knowledge import NO_GRAD_CONTEXTS  # noqa: F401 - DDP017 imports it from here
+from ddplint.knowledge import (
     BACKEND_DEPENDENT,
     FULL_STATE_DICT,
     FULL_STATE_DICT_CONFIG,

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from ddplint.analysis.calls import BoundArguments, bind_arguments, bind_to_function
-from ddplint.analysis.catalogue import (
+from ddplint.knowledge import (
     DATASET_WRAPPERS, DEFAULT_COLLATES, DISTRIBUTED_SAMPLER_TEXTS, EVALUATION_NAME_PARTS, HF_DATASET_METHODS,
     HF_LOAD_DATASET, ITERATING_CALLS, ITERATING_WRAPPERS, LIGHTNING_LOADER_HOOKS, RANK_READ_WORDS, STREAM_FACTORIES,
     TRAINING_NAME_PARTS,
 )
-from ddplint.analysis.catalogue import DDP_CLASSES, SHARDING_WRAPPERS
+from ddplint.knowledge import DDP_CLASSES, SHARDING_WRAPPERS
 from ddplint.analysis.classes import class_of_instance, imported_bases, inherits_from
 from ddplint.analysis.names import dotted_name, last_name, name_words
 from ddplint.analysis.tree import children, descendants, names_in

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
 
-from ddplint.analysis.catalogue import (
+from ddplint.knowledge import (
     CONTAINER_PASS_THROUGH, FRAME_ARRAYS, FRAME_INDEXERS, FRAME_PRESERVING_METHODS, LIST_GROWERS, PANDAS_FRAMES,
     PYTHON_CONTAINER_CALLS, PYTHON_CONTAINER_METHODS, ROW_READERS, TEXT_COLUMN_WORDS, TUPLE_ITERATORS,
 )  # fmt: skip

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
-from ddplint.analysis.catalogue import (
+from ddplint.knowledge import (
     LOCAL_VALUE_WORDS, NOT_LOCAL_VALUE_WORDS, REDUCING_METHODS, REDUCING_WORDS, WRAPS_MODELS_TEXT,
 )  # fmt: skip
 from ddplint.analysis.collectives import collective_name, wrapped_model

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from ddplint.analysis.callgraph import is_main_test
 from ddplint.analysis.calls import bind_to_function, keyword_value
-from ddplint.analysis.catalogue import (
+from ddplint.knowledge import (
     DEVICE_SETTERS,
     ENV_SETTERS,
     FIRST_GPU_LOCATIONS,

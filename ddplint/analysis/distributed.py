@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from ddplint.analysis.catalogue import DEEPSPEED_ENTRY_POINTS, DEVICE_LAUNCHERS, PER_RANK_WORDS, RANK_HELPER_NAMES
+from ddplint.knowledge import DEEPSPEED_ENTRY_POINTS, DEVICE_LAUNCHERS, PER_RANK_WORDS, RANK_HELPER_NAMES
 from ddplint.analysis.names import dotted_name
 from ddplint.analysis.probe import AnyOf, Probe
 from ddplint.analysis.scope import ScopeTracker, import_bindings, import_from_module

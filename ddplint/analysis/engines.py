@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ddplint.analysis.catalogue import DEEPSPEED_ENGINE, DEEPSPEED_INITIALIZE, DEEPSPEED_OPTIMIZER
+from ddplint.knowledge import DEEPSPEED_ENGINE, DEEPSPEED_INITIALIZE, DEEPSPEED_OPTIMIZER
 from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-from ddplint.analysis.catalogue import ONE_RANK_FUNCTION_WORDS
+from ddplint.knowledge import ONE_RANK_FUNCTION_WORDS
 from ddplint.analysis.classes import base_names
 from ddplint.analysis.guards import _LEVEL, SELECTING, Guard, GuardKind, RankView, Runs, Site, larger, smaller
 from ddplint.analysis.rank_sets import RankSets

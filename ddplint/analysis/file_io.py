@@ -5,7 +5,7 @@ that the others read (DDP021) and downloads (DDP022), and by the
 whole-project facts that decide them: the file a call writes (`file_write`,
 `destination`) and whether it is this process's own (`own_file`), the path
 it writes or reads as written (`path_written`, `path_read`), the download it
-starts (`download`). The vocabulary is the catalogue's "writes and downloads".
+starts (`download`). The vocabulary is ddplint/knowledge's "writes and downloads".
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ddplint.analysis.calls import bind_to_function
-from ddplint.analysis.catalogue import (
+from ddplint.knowledge import (
     CHECKPOINTER_SAVES, CHECKPOINTERS, DATASET_PACKAGES, DESTINATION_METHODS, DESTINATIONS, DOWNLOAD_NAMES,
     DOWNLOAD_TOOLS, DOWNLOADS, FILE_LOCKS, FILE_WRITE_FUNCTIONS, FILE_WRITE_METHODS, IN_MEMORY_STREAMS, NULL_DEVICES,
     OPEN_FUNCTIONS, PATH_BUILDER_METHODS, PATH_BUILDERS, PERIODIC_CHECKPOINTERS, PERIODIC_SAVES, READ_METHODS, READS,
@@ -191,7 +191,7 @@ def _per_process_parameter(param: cst.Param, ctx: ModelView, depth: int) -> bool
 
 def checkpointer_writes(call: cst.Call, ctx: ModelView) -> bool:
     """Whether `call` saves a checkpoint through a checkpointer that writes on
-    every process calling it (`catalogue.CHECKPOINTERS`): ``ckpt.save("model_final")``
+    every process calling it (`knowledge.CHECKPOINTERS`): ``ckpt.save("model_final")``
     or ``periodic.step(it)``, the receiver built in sight (``ckpt = Checkpointer(model,
     out_dir)``, ``self.periodic = PeriodicCheckpointer(ckpt, period)``) with a
     `save_dir` and a `save_to_disk` that is true (its default, or the literal

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ddplint.analysis.calls import keyword_value, truth
-from ddplint.analysis.catalogue import METRIC_FUNCTION_PREFIXES, METRIC_SINK_METHODS
+from ddplint.knowledge import METRIC_FUNCTION_PREFIXES, METRIC_SINK_METHODS
 from ddplint.analysis.data import distributed_sampler_of
 from ddplint.analysis.names import last_name
 from ddplint.analysis.receivers import prepared_arguments

@@ -9,7 +9,7 @@ quiet its output on the other ranks: `builtins.print` replaced (DETR's
 `setup_for_distributed`, MoCo's `builtins.print = print_pass`), a logger's
 level, filter or handler set from the rank, or a helper of another module that
 does either. After the walk, `silenced(output)` answers from all of it. The
-vocabulary is the catalogue's "printers, loggers, trackers and silencers".
+vocabulary is ddplint/knowledge's "printers, loggers, trackers and silencers".
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ddplint.analysis.blocks import leaves_after
-from ddplint.analysis.catalogue import (
+from ddplint.knowledge import (
     ERROR_LOG_METHODS, LOG_METHODS, LOGGING_CONFIGURATION, LOGGER_FACTORIES, LOGGER_SETUP, OUTPUT_WRITERS, PER_PROCESS_VALUES,
     PER_PROCESS_WORDS, PRINT_SILENCERS, PROGRESS_BARS, PROGRESS_DISABLE, RANK_AWARE_LOGGER_FACTORIES,
     RANKS_KEYWORDS, REPEATED_OUTPUT, TRACKER_LOG_PREFIXES, WARNING_LOG_METHODS,

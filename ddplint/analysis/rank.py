@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
-from ddplint.analysis import catalogue
+from ddplint import knowledge
 from ddplint.analysis.blocks import LEAVING_CALLS, early_exits, last_statement, nested_exits
 from ddplint.analysis.callgraph import CallGraph, Reference, branch_path, enclosing_loops, in_main_block
 from ddplint.analysis.conditions import conjuncts, disjuncts, excludes, implies
@@ -45,17 +45,17 @@ if TYPE_CHECKING:
     from ddplint.analysis.view import ModelView
 
 #: Names and attributes that hold a rank or a rank test by convention.
-DEFAULT_RANK_NAMES = catalogue.texts(catalogue.NAME)
+DEFAULT_RANK_NAMES = knowledge.texts(knowledge.NAME)
 
-RANK_SUFFIX, NOT_RANKS = catalogue.RANK_SUFFIX, catalogue.NOT_RANKS
-RANK_FUNCTIONS = catalogue.texts(catalogue.FUNCTION)
-RANK_ENV = catalogue.texts(catalogue.ENV)
+RANK_SUFFIX, NOT_RANKS = knowledge.RANK_SUFFIX, knowledge.NOT_RANKS
+RANK_FUNCTIONS = knowledge.texts(knowledge.FUNCTION)
+RANK_ENV = knowledge.texts(knowledge.ENV)
 #: Decorators whose function body runs on some ranks only.
-RANK_ZERO_DECORATORS = catalogue.texts(catalogue.DECORATOR)
+RANK_ZERO_DECORATORS = knowledge.texts(knowledge.DECORATOR)
 #: Context managers that run their body on different ranks at different times.
-STAGGERED_METHODS = catalogue.texts(catalogue.CONTEXT)
+STAGGERED_METHODS = knowledge.texts(knowledge.CONTEXT)
 #: Function names that return a rank whichever module defines them.
-RANK_CALL_NAMES = catalogue.texts(catalogue.CALL)
+RANK_CALL_NAMES = knowledge.texts(knowledge.CALL)
 
 _ENV_GETTERS = frozenset({"os.environ.get", "os.getenv"})
 #: Collectives after which their first argument holds the same value on every rank.

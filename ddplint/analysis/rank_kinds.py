@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Optional
 
-from ddplint.analysis import catalogue
+from ddplint import knowledge
 from ddplint.analysis.names import dotted_name, last_name
 from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst
@@ -24,12 +24,12 @@ if TYPE_CHECKING:
 
 GLOBAL, LOCAL = "global", "local"
 
-GLOBAL_ENV = catalogue.texts(catalogue.ENV, catalogue.GLOBAL)
-LOCAL_ENV = catalogue.texts(catalogue.ENV, catalogue.LOCAL)
-GLOBAL_CALLS = catalogue.texts(catalogue.FUNCTION, catalogue.GLOBAL)
-LOCAL_CALLS = catalogue.texts(catalogue.FUNCTION, catalogue.LOCAL)
-GLOBAL_ATTRIBUTES = catalogue.texts(catalogue.NAME, catalogue.GLOBAL)
-LOCAL_ATTRIBUTES = catalogue.texts(catalogue.NAME, catalogue.LOCAL)
+GLOBAL_ENV = knowledge.texts(knowledge.ENV, knowledge.GLOBAL)
+LOCAL_ENV = knowledge.texts(knowledge.ENV, knowledge.LOCAL)
+GLOBAL_CALLS = knowledge.texts(knowledge.FUNCTION, knowledge.GLOBAL)
+LOCAL_CALLS = knowledge.texts(knowledge.FUNCTION, knowledge.LOCAL)
+GLOBAL_ATTRIBUTES = knowledge.texts(knowledge.NAME, knowledge.GLOBAL)
+LOCAL_ATTRIBUTES = knowledge.texts(knowledge.NAME, knowledge.LOCAL)
 _ENV_GETTERS = frozenset({"os.environ.get", "os.getenv"})
 _TRANSPARENT = frozenset({"builtins.int", "builtins.str"})
 _MAX_DEPTH = 6
@@ -171,7 +171,7 @@ def device_index_arguments(call: cst.Call, ctx: ModelView) -> list[cst.BaseExpre
     method = last_name(func)
     names = ctx.qualified_names(func)
     positional = [a.value for a in call.args if a.keyword is None]
-    if method in catalogue.DEVICE_SETTERS and positional:
+    if method in knowledge.DEVICE_SETTERS and positional:
         found.append(positional[0])
     elif method in ("to", "cuda") and isinstance(func, cst.Attribute) and positional:
         found.append(positional[0])

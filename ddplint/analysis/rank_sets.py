@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ddplint.analysis import catalogue
+from ddplint import knowledge
 from ddplint.analysis.guards import (
     EQUAL, NODE_ZERO, NONZERO, NOT_ONE, ONE, OTHER, UNEQUAL, ZERO, RankView, Runs, TestShape, larger, smaller,
 )
@@ -30,11 +30,11 @@ from ddplint.analysis.names import last_name
 from ddplint.lazy import cst
 
 #: Predicates true on the global rank 0 (or the main process) only.
-MAIN_PREDICATES = catalogue.texts(catalogue.NAME, catalogue.MAIN)
+MAIN_PREDICATES = knowledge.texts(knowledge.NAME, knowledge.MAIN)
 #: Predicates true on one process per node.
-NODE_PREDICATES = catalogue.texts(catalogue.NAME, catalogue.NODE_MAIN)
+NODE_PREDICATES = knowledge.texts(knowledge.NAME, knowledge.NODE_MAIN)
 #: Predicates true on one (other) rank: the last stage of a pipeline holds the loss.
-ONE_RANK_PREDICATES = catalogue.texts(catalogue.NAME, catalogue.ONE)
+ONE_RANK_PREDICATES = knowledge.texts(knowledge.NAME, knowledge.ONE)
 #: Words in a rank's text that make it a rank within the node.
 _LOCAL_WORDS = ("local", "gpu", "device")
 _MAX_DEPTH = 6

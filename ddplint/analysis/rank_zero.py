@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ddplint.analysis.catalogue import BUILTINS_MODULES, PRINT_TARGETS
+from ddplint.knowledge import BUILTINS_MODULES, PRINT_TARGETS
 from ddplint.analysis.names import dotted_name, last_name
 from ddplint.analysis.rewrite import ProposedFix
 from ddplint.lazy import cst

@@ -1,5 +1,5 @@
 """Which framework object a receiver holds: a Lightning or Hugging Face
-`Trainer`, a Lightning `Fabric` (the types of `catalogue.FRAMEWORK_TYPES`).
+`Trainer`, a Lightning `Fabric` (the types of `knowledge.FRAMEWORK_TYPES`).
 
 An expression is typed by what is visible, strongest first:
 
@@ -27,7 +27,7 @@ import functools
 import re
 from typing import TYPE_CHECKING
 
-from ddplint.analysis.catalogue import ACCELERATOR, FRAMEWORK_TYPES, PREPARE_METHODS, FrameworkType
+from ddplint.knowledge import ACCELERATOR, FRAMEWORK_TYPES, PREPARE_METHODS, FrameworkType
 from ddplint.analysis.names import last_name
 from ddplint.analysis.tree import descendants
 from ddplint.analysis.values import is_constructor_call

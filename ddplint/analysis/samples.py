@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from ddplint.analysis.catalogue import (
+from ddplint.knowledge import (
     COMPOSES,
     NUMBER_CALLS,
     OBJECT_DTYPES,

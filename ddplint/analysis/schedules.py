@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ddplint.analysis.catalogue import ACCELERATOR, PROCESS_COUNT_WORDS, SCHEDULE_LENGTH_KEYWORDS, SCHEDULER_STEP_KEYWORDS
+from ddplint.knowledge import ACCELERATOR, PROCESS_COUNT_WORDS, SCHEDULE_LENGTH_KEYWORDS, SCHEDULER_STEP_KEYWORDS
 from ddplint.analysis.receivers import class_types, prepare_call, prepared_arguments
 from ddplint.analysis.tree import descendants
 from ddplint.lazy import cst

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ddplint.analysis.callgraph import is_main_test
-from ddplint.analysis.catalogue import (
+from ddplint.knowledge import (
     ACCELERATE_SET_SEED,
     DROPOUT_BY_DEFAULT,
     GENERATOR_CLASSES,

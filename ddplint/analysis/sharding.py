@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ddplint.analysis.catalogue import EVALUATION_NAMES, LOADER_SHARDING_FRAMEWORKS
+from ddplint.knowledge import EVALUATION_NAMES, LOADER_SHARDING_FRAMEWORKS
 from ddplint.analysis.data import loader_names
 from ddplint.lazy import cst
 

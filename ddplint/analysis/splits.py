@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ddplint.analysis.catalogue import ARRAY_SPLITS, BROADCASTS, PERMUTATION_DRAWS, RANDOM_SPLITS
+from ddplint.knowledge import ARRAY_SPLITS, BROADCASTS, PERMUTATION_DRAWS, RANDOM_SPLITS
 from ddplint.analysis.names import last_name
 from ddplint.analysis.seeding import NUMPY, PYTHON, TORCH
 from ddplint.analysis.tree import descendants

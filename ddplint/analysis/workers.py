@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ddplint.analysis.catalogue import CPU_COUNTS, CPU_SETS
+from ddplint.knowledge import CPU_COUNTS, CPU_SETS
 from ddplint.analysis.values import int_value
 from ddplint.lazy import cst
 

@@ -22,7 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ddplint.analysis.catalogue import (
+from ddplint.knowledge import (
     BARE_MODULE,
     DATA_PARALLEL,
     DDP_CLASSES,

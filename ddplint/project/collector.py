@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from ddplint.analysis.callgraph import in_main_block
-from ddplint.analysis.catalogue import LOGGING_CONFIGURATION
+from ddplint.knowledge import LOGGING_CONFIGURATION
 from ddplint.analysis.calls import export_switch, literal_arguments
 from ddplint.analysis.classes import imported_bases
 from ddplint.analysis.collectives import CollectiveChains, Performer, collective_name, in_lazy_initialization
