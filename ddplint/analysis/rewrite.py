@@ -70,10 +70,15 @@ def with_arg_value(call: cst.Call, arg: cst.Arg, value: cst.BaseExpression) -> c
 
 
 def with_keywords(call: cst.Call, keywords: tuple[str, ...], value: str = "True") -> cst.Call:
-    """`call` with `keyword=value` appended for each of `keywords` (`f(a, x=True, y=True)`);
-    `value` is the source of an expression (`"True"`, `'"cpu"'`)."""
+    """`call` with `keyword=value` for each of `keywords` (`f(a, x=True, y=True)`):
+    appended, or replacing the value of one already passed; `value` is the
+    source of an expression (`"True"`, `'"cpu"'`)."""
     args = list(call.args)
     for keyword in keywords:
+        passed = [i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == keyword]
+        if passed:  # `map_location=None` becomes `map_location="cpu"`: a keyword passed twice does not compile
+            args[passed[0]] = args[passed[0]].with_changes(value=cst.parse_expression(value))
+            continue
         if args:
             args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         equal = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
