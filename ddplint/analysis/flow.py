@@ -74,6 +74,8 @@ class ValueFlow:
         self._returned: dict[cst.FunctionDef, list | None] = {}
         #: method -> attribute -> the values its body assigns to ``self.<attribute>`` (one walk per method)
         self._assigned: dict[cst.FunctionDef, dict[str, list[cst.BaseExpression]]] = {}
+        #: (class, attribute) -> what ``self.<attribute>`` holds in its methods (top-level queries only)
+        self._self_origins: dict[tuple[cst.ClassDef, str], tuple[cst.CSTNode, ...]] = {}
         self._call_functions: dict[int, cst.FunctionDef | None] | None = None
         self._index(module)
         #: names of the methods of the module's classes (`x.append()` is none of them)
@@ -295,6 +297,20 @@ class ValueFlow:
         followed stand for themselves."""
         if self._nesting > _MAX_NESTING:  # receivers resolved while resolving receivers
             return (node,)
+        if (
+            self._nesting == 0 and not self._resolving and isinstance(node, cst.Attribute)
+            and self._is_self(node.value, function)
+        ):  # fmt: skip
+            # `self.x` anywhere in a class holds the same values: followed once per (class, attribute).
+            cls = self.class_of(function)
+            if cls is not None:
+                key = (cls, node.attr.value)
+                if key not in self._self_origins:
+                    self._self_origins[key] = self._origins(node, function)
+                return self._self_origins[key]
+        return self._origins(node, function)
+
+    def _origins(self, node: cst.CSTNode, function: cst.FunctionDef | None) -> tuple[cst.CSTNode, ...]:
         self._nesting += 1
         try:
             found: dict[int, cst.CSTNode] = {}
