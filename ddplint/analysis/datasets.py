@@ -30,8 +30,11 @@ from ddplint.lazy import cst
 if TYPE_CHECKING:
     from ddplint.analysis.view import ModelView
 
+    #: A function's local names and the values assigned to them (a type only:
+    #: evaluating `cst.` at import would load LibCST for `ddplint rule` too).
+    Locals = dict[str, list[cst.BaseExpression]]
+
 _DEPTH = 6
-Locals = dict[str, list[cst.BaseExpression]]
 
 
 def held_python_objects(classdef: cst.ClassDef, ctx: ModelView) -> list[tuple[str, cst.CSTNode]]:
