@@ -36,9 +36,19 @@ def _tree(root: Path, files: int = 48) -> Path:
     return root
 
 
+def _as_from_a_terminal() -> None:
+    """Ctrl-C's default disposition in the child, as a shell in a terminal gives
+    it: a suite started in the background (`pytest &`, nohup, some CI runners)
+    runs with SIGINT ignored, which every child would inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(root: Path, *args: str) -> subprocess.Popen:
     command = [console_script(), ".", "-j", "2", *args]
-    return subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    return subprocess.Popen(
+        command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        preexec_fn=_as_from_a_terminal,
+    )  # fmt: skip
 
 
 def _alive(pid: int) -> bool:
