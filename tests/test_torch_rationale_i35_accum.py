@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import gc
 import os
 import tempfile
 
@@ -38,6 +39,15 @@ def _model(rank: int, init_file: str):
     return torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
 
 
+def _close() -> None:
+    """Destroy the group once the caller has dropped its DDP model: a model
+    (its reducer and the gloo work it holds) outliving its group can abort
+    the process at exit ("terminate called without an active exception",
+    seen on a loaded machine)."""
+    gc.collect()
+    dist.destroy_process_group()
+
+
 def _batch(rank: int, micro: int) -> torch.Tensor:
     """Different data on each rank, so unreduced gradients differ."""
     generator = torch.Generator().manual_seed(100 * rank + micro)
@@ -61,7 +71,8 @@ def _gradients_after_backward(rank: int, mode: str, init_file: str, out_dir: str
         loss.backward()
     gradient = torch.cat([p.grad.flatten() for p in model.parameters()])
     torch.save(gradient, os.path.join(out_dir, f"{mode}-{rank}.pt"))
-    dist.destroy_process_group()
+    del model, loss
+    _close()
 
 
 def _parameters_after_accumulation(rank: int, mode: str, init_file: str, out_dir: str) -> None:
@@ -80,7 +91,8 @@ def _parameters_after_accumulation(rank: int, mode: str, init_file: str, out_dir
     optimizer.step()
     parameters = torch.nn.utils.parameters_to_vector(model.parameters()).detach()
     torch.save(parameters, os.path.join(out_dir, f"{mode}-{rank}.pt"))
-    dist.destroy_process_group()
+    del optimizer, model
+    _close()
 
 
 def _by_rank(out_dir: str, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
