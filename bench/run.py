@@ -446,7 +446,7 @@ def targets(
 
 
 #: Sections of the report measured by other scripts (bench/long_files.py): kept as they are.
-KEPT_SECTIONS = ("## Long files",)
+KEPT_SECTIONS = ("## Long files", "## Dense files")
 
 
 def kept_sections(report: Path) -> list[str]:
