@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 
-from ddplint.knowledge import NO_GRAD_CONTEXTS  # noqa: F401 - DDP017 imports it from here
 from ddplint.knowledge import (
     BACKEND_DEPENDENT,
     FULL_STATE_DICT,
