@@ -146,9 +146,6 @@ CPU_COUNTS = frozenset(
 #: Calls whose `len(...)` is the cores this process may run on (`len(os.sched_getaffinity(0))`).
 CPU_SETS = frozenset({"os.sched_getaffinity"})
 
-#: Words of a loader's or dataset's names that mark it for evaluation (a regular expression).
-EVALUATION_NAMES = r"(?i)val|eval|test"
-
 #: Code that hands a module's loaders to a framework that splits them across
 #: processes (a regular expression): accelerate's `prepare`, the Hugging Face Trainers.
 LOADER_SHARDING_FRAMEWORKS = r"accelerat\w*\.prepare\(|\bprepare_data_loader\(|\b(?:Seq2Seq|SFT)?Trainer\("
@@ -167,6 +164,8 @@ DISTRIBUTED_SAMPLER_TEXTS = ("DistributedSampler", "ElasticDistributedSampler", 
 TRAINING_NAME_PARTS = ("train",)
 
 EVALUATION_NAME_PARTS = ("val", "eval", "test")
+#: The same parts as a regular expression (any case).
+EVALUATION_NAMES = "(?i)" + "|".join(EVALUATION_NAME_PARTS)
 
 #: Lightning's DataLoader hooks: the Trainer inserts the DistributedSampler into the loaders they return.
 LIGHTNING_LOADER_HOOKS = frozenset({"train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader"})
