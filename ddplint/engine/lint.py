@@ -25,6 +25,7 @@ from ddplint.engine.noqa import unused_noqa
 from ddplint.engine.positions import Positions, to_span
 from ddplint.engine.suppression import Suppressions
 from ddplint.engine.walker import Walker
+from ddplint.lazy import parse_module
 from ddplint.model import Finding, Notice, NoticeLevel, Related, Span
 from ddplint.project.collector import SummaryCollector
 from ddplint.project.facts import NO_FACTS, FileFacts
@@ -53,7 +54,7 @@ def lint_text(
     walk; `summary`, `lines` and `symbols` as for `_lint_module`."""
     with _recursion_limit(_DEEP_RECURSION):
         try:
-            module = cst.parse_module(text)
+            module = parse_module(text)
         except cst.ParserSyntaxError as exc:
             # Valid Python LibCST rejects (its parser's limits, e.g. over 3,000
             # adjacent string literals): the file's findings are lost, so the

@@ -22,6 +22,9 @@ from typing import Any, Callable, Iterable
 import libcst as cst
 
 from ddplint.analysis.tree import _child_fields, child_fields
+from ddplint.lazy import libcst
+
+libcst()  # node classes whose isinstance tests cost no Python call: the walk asks millions
 
 Callback = Callable[[cst.CSTNode], None]
 
