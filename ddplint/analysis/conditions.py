@@ -49,7 +49,22 @@ def polarity(test: cst.CSTNode) -> tuple[str, bool] | None:
 
 
 def _subject(node: cst.CSTNode) -> str:
-    return re.sub(r"\s+", " ", cst.Module([]).code_for_node(node)).strip()
+    """The test's subject as text, spaces normalised (asked for every guard
+    of every node the walk visits: generating the code once per node)."""
+    if node.__class__ is cst.Name:
+        return node.value  # type: ignore[attr-defined]
+    known = _SUBJECTS.get(id(node))
+    if known is not None and known[0] is node:
+        return known[1]
+    if len(_SUBJECTS) > 4096:
+        _SUBJECTS.clear()
+    text = re.sub(r"\s+", " ", cst.Module([]).code_for_node(node)).strip()
+    _SUBJECTS[id(node)] = (node, text)
+    return text
+
+
+#: id(node) -> (node, its subject): LibCST's nodes never change.
+_SUBJECTS: dict[int, tuple[cst.CSTNode, str]] = {}
 
 
 def none_branches(stack: Sequence[cst.CSTNode]) -> Iterator[tuple[str, cst.CSTNode]]:

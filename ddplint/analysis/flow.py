@@ -74,8 +74,9 @@ class ValueFlow:
         self._returned: dict[cst.FunctionDef, list | None] = {}
         #: method -> attribute -> the values its body assigns to ``self.<attribute>`` (one walk per method)
         self._assigned: dict[cst.FunctionDef, dict[str, list[cst.BaseExpression]]] = {}
-        #: (class, attribute) -> what ``self.<attribute>`` holds in its methods (top-level queries only)
-        self._self_origins: dict[tuple[cst.ClassDef, str], tuple[cst.CSTNode, ...]] = {}
+        #: Origins that hold wherever they are asked (top-level queries only): what ``self.<attribute>``
+        #: holds in a class's methods, by (class, attribute); a parameter's arguments, by (param,)
+        self._followed: dict[tuple, tuple[cst.CSTNode, ...]] = {}
         self._call_functions: dict[int, cst.FunctionDef | None] | None = None
         self._index(module)
         #: names of the methods of the module's classes (`x.append()` is none of them)
@@ -276,6 +277,8 @@ class ValueFlow:
                 func = call.func
                 if func.__class__ is cst.Attribute and func.attr.value != name:
                     continue  # `obj.other()` runs methods named `other` only
+                if func.__class__ is cst.Name and func.value != name and name != "__init__":
+                    continue  # `other()` runs what `other` is bound to: a def binds its own name (a class, `__init__`)
                 if id(call) in self._resolving:  # its targets are not known yet: no answer, and none kept
                     complete = False
                     continue
@@ -297,17 +300,18 @@ class ValueFlow:
         followed stand for themselves."""
         if self._nesting > _MAX_NESTING:  # receivers resolved while resolving receivers
             return (node,)
-        if (
-            self._nesting == 0 and not self._resolving and isinstance(node, cst.Attribute)
-            and self._is_self(node.value, function)
-        ):  # fmt: skip
-            # `self.x` anywhere in a class holds the same values: followed once per (class, attribute).
-            cls = self.class_of(function)
-            if cls is not None:
-                key = (cls, node.attr.value)
-                if key not in self._self_origins:
-                    self._self_origins[key] = self._origins(node, function)
-                return self._self_origins[key]
+        if self._nesting == 0 and not self._resolving:
+            key: tuple | None = None
+            if node.__class__ is cst.Param:
+                key = (node,)  # a parameter holds the same arguments wherever its function reads it
+            elif node.__class__ is cst.Attribute and self._is_self(node.value, function):
+                # `self.x` anywhere in a class holds the same values: followed once per (class, attribute).
+                cls = self.class_of(function)
+                key = None if cls is None else (cls, node.attr.value)
+            if key is not None:
+                if key not in self._followed:
+                    self._followed[key] = self._origins(node, function)
+                return self._followed[key]
         return self._origins(node, function)
 
     def _origins(self, node: cst.CSTNode, function: cst.FunctionDef | None) -> tuple[cst.CSTNode, ...]:

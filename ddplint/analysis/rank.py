@@ -119,6 +119,8 @@ class RankAnalysis:
         self.synchronized: set[tuple[cst.FunctionDef | None, str]] = set()
         #: Each block's early exits, scanned once (shared with the single-process check).
         self.exit_cache: dict = {}
+        #: id(if statement) -> (it, the names its body assigns): asked for every node under it
+        self.assigned_cache: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
         self.single_process = SingleProcessCode(ctx, lambda node: DIRECT in self.deps(node), self.exit_cache)
         #: Who calls which function of the module, and who runs each line.
         self.graph = CallGraph(self)
@@ -757,7 +759,7 @@ class RankAnalysis:
             if m.test is own or position == len(members) or not excludes(own, m.test)
         ]  # fmt: skip
         if position < len(members):
-            tests = [t for t in tests if t is not own] + _undecided(own, stack, index)
+            tests = [t for t in tests if t is not own] + _undecided(own, stack, index, self.assigned_cache)
         deps = self._union(tests, 0)
         if self._guarded_values:
             deps = deps.union(*(self._test_deps(t) for t in tests))
@@ -903,7 +905,9 @@ def _function_start(stack: Sequence[cst.CSTNode]) -> int:
     return 0
 
 
-def _undecided(test: cst.BaseExpression, stack: Sequence[cst.CSTNode], index: int) -> list[cst.CSTNode]:
+def _undecided(
+    test: cst.BaseExpression, stack: Sequence[cst.CSTNode], index: int, cache: dict[int, tuple[cst.CSTNode, frozenset[str]]]
+) -> list[cst.CSTNode]:
     """The operands of the ``and`` chain `test` (an ``if`` at `stack[index]`)
     that the node at the end of `stack` may still find false: a disjunction
     one of whose operands the test of a branch nested under it makes true
@@ -917,7 +921,7 @@ def _undecided(test: cst.BaseExpression, stack: Sequence[cst.CSTNode], index: in
     return [
         part for part in parts
         if not any(
-            implies(fact, operand) and not _assigns(body, fact)
+            implies(fact, operand) and not _assigns(body, fact, cache)
             for operand in disjuncts(part) for fact in known
         )
     ]  # fmt: skip
@@ -936,9 +940,17 @@ def _nested_tests(stack: Sequence[cst.CSTNode], index: int) -> list[cst.CSTNode]
     return known
 
 
-def _assigns(body: cst.CSTNode, test: cst.CSTNode) -> bool:
+def _assigns(body: cst.CSTNode, test: cst.CSTNode, cache: dict[int, tuple[cst.CSTNode, frozenset[str]]]) -> bool:
     """Whether `body` assigns a name the test reads (its subject may change)."""
-    read = {n.value for n in (test, *descendants(test)) if isinstance(n, cst.Name)}
+    cached = cache.get(id(body))
+    if cached is None or cached[0] is not body:
+        cached = cache[id(body)] = (body, _assigned_names(body))
+    return any(isinstance(n, cst.Name) and n.value in cached[1] for n in (test, *descendants(test)))
+
+
+def _assigned_names(body: cst.CSTNode) -> frozenset[str]:
+    """The names `body` assigns anywhere (targets of assignments, loops, walruses)."""
+    names: set[str] = set()
     for node in descendants(body):
         targets: list[cst.CSTNode] = []
         if isinstance(node, cst.Assign):
@@ -946,9 +958,8 @@ def _assigns(body: cst.CSTNode, test: cst.CSTNode) -> bool:
         elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr, cst.For)):
             targets = [node.target]
         for target in targets:
-            if read & {n.value for n in (target, *descendants(target)) if isinstance(n, cst.Name)}:
-                return True
-    return False
+            names.update(n.value for n in (target, *descendants(target)) if isinstance(n, cst.Name))
+    return frozenset(names)
 
 
 def _is_elif(stack: Sequence[cst.CSTNode], index: int) -> bool:
