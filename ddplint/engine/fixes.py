@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 from libcst.metadata import CodeRange
 
 from ddplint.analysis.rewrite import DELETE_LINES, ProposedFix, Replacement
+from ddplint.engine.positions import HeldBy, Positions
 from ddplint.model import Edit, Fix
 from ddplint.textedit import LineIndex, disjoint
 
@@ -52,11 +54,67 @@ def _edit(
     if new is DELETE_LINES:
         deleted = _delete_lines(old, text, positions, lines)
         return None if deleted is None else [deleted]
+    held = positions.statement_of(old) if isinstance(positions, Positions) else None
+    if held is not None:
+        edit = _statement_edit(old, new, held, module, text, lines)
+        if edit is not None:
+            return [edit]
+    return _module_statement_edit(old, new, module, text, positions, lines)
+
+
+def _statement_edit(
+    old: cst.CSTNode, new: Replacement, held: HeldBy, module: cst.Module, text: str, lines: LineIndex
+) -> Edit | None:
+    """The edit of the innermost statement that holds `old`, generated with
+    its line's indentation: a line of a 5,000-line class, not the class. None
+    when its code is not where the text has it (then the module-level
+    statement is generated instead)."""
+    statement = held.statement
+
+    def render(node: cst.CSTNode | cst.FlattenSentinel) -> str:
+        nodes = node.nodes if isinstance(node, cst.FlattenSentinel) else (node,)
+        state = CodegenState(
+            default_indent=module.default_indent,
+            default_newline=module.default_newline,
+            indent_tokens=[held.indent] if held.indent else [],
+        )
+        for each in nodes:
+            if held.is_elif:
+                each._codegen(state, is_elif=True)  # type: ignore[call-arg]
+            else:
+                each._codegen(state)
+        return "".join(state.tokens)
+
+    if statement is old:
+        if held.is_elif or not isinstance(new, (cst.CSTNode, cst.FlattenSentinel)):
+            return None
+        changed: cst.CSTNode | cst.FlattenSentinel = new
+    else:
+        replacer = _Replacer(old, new)
+        changed = statement.visit(replacer)  # type: ignore[assignment]
+        if not replacer.done or not isinstance(changed, cst.CSTNode):
+            return None
+    before = render(statement)
+    start = lines.offset(held.line - _lines_before_header(statement, render), 1)
+    if not text.startswith(before.rstrip("\r\n"), start):
+        return None
+    return _differing(before, render(changed), start, text, lines)
+
+
+def _module_statement_edit(
+    old: cst.CSTNode,
+    new: Replacement,
+    module: cst.Module,
+    text: str,
+    positions: Mapping[cst.CSTNode, CodeRange],
+    lines: LineIndex,
+) -> list[Edit] | None:
+    """The edit of the module-level statement that holds `old`, generated again."""
     top = _top_statement(old, module, positions)
     if top is None or old not in positions:
         return None
     before = module.code_for_node(top)
-    start = lines.offset(positions[top].start.line - _lines_before_header(top, before, module), 1)
+    start = lines.offset(positions[top].start.line - _lines_before_header(top, module.code_for_node), 1)
     if not text.startswith(before.rstrip("\r\n"), start):
         return None  # the statement's code is not where we think it is: propose nothing
     if top is old:
@@ -67,6 +125,14 @@ def _edit(
         if not replacer.done:
             return None
         after = _code(changed, module)
+    edit = _differing(before, after, start, text, lines)
+    return None if edit is None else [edit]
+
+
+def _differing(before: str, after: str, start: int, text: str, lines: LineIndex) -> Edit | None:
+    """The edit from `before` (the code at `start` in `text`) to `after`:
+    the part that differs, keeping the comments it would remove (None when
+    it cannot)."""
     prefix = _common_prefix(before, after)
     suffix = _common_suffix(before[prefix:], after[prefix:])
     removed_end = len(before) - suffix
@@ -78,7 +144,7 @@ def _edit(
         suffix = _common_suffix(before[prefix:], kept[prefix:])
         removed_end, after = len(before) - suffix, kept
     content = after[prefix : len(after) - suffix]
-    return [Edit(lines.span(start + prefix, min(start + removed_end, len(text))), content)]
+    return Edit(lines.span(start + prefix, min(start + removed_end, len(text))), content)
 
 
 @dataclass(frozen=True)
@@ -223,13 +289,13 @@ def _delete_lines(
     return Edit(lines.span(start, end), "")
 
 
-def _lines_before_header(top: cst.BaseStatement, code: str, module: cst.Module) -> int:
-    """How many lines of `top`'s code (comments, blank lines, decorators)
+def _lines_before_header(top: cst.CSTNode, render: Callable[[cst.CSTNode], str]) -> int:
+    """How many lines of `top`'s code (blank and comment lines, decorators)
     come before the line where its range starts."""
-    bare = top.with_changes(leading_lines=())
-    if isinstance(bare, (cst.FunctionDef, cst.ClassDef)):
-        bare = bare.with_changes(decorators=(), lines_after_decorators=())
-    return code[: len(code) - len(module.code_for_node(bare))].count("\n")
+    count = len(getattr(top, "leading_lines", ()))
+    for decorator in getattr(top, "decorators", ()):
+        count += render(decorator).count("\n")
+    return count + len(getattr(top, "lines_after_decorators", ()))
 
 
 def _top_statement(

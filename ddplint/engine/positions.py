@@ -51,6 +51,18 @@ _ANCHORS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 
 
+@dataclass(frozen=True)
+class HeldBy:
+    """The statement that holds a node: where its range starts (the line of
+    its first token after decorators and blank or comment lines), the
+    indentation of that line, and whether it is an ``elif``."""
+
+    statement: cst.CSTNode
+    line: int
+    indent: str
+    is_elif: bool
+
+
 class _Stop(Exception):
     """The asked-for node is placed: the rest of the statement need not be generated."""
 
@@ -122,6 +134,18 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
         if found is None:  # a node the index skips (whitespace, punctuation): the whole module, once
             return self._everything()[node]
         return found
+
+    def statement_of(self, node: cst.CSTNode) -> HeldBy | None:
+        """The innermost statement that holds `node` (a line of simple
+        statements, or a compound statement whose header, decorators or own
+        lines hold it), as it stands in the text; None when not known."""
+        if self._anchor_of is None:
+            self._anchor_of = self._index()
+        anchor = self._anchor_of.get(node)
+        if anchor is None:
+            return None
+        line, byte_column = self._starts[anchor]
+        return HeldBy(anchor, line, self._line_prefix(line, byte_column), anchor in self._elifs)
 
     def __iter__(self) -> Iterator[cst.CSTNode]:
         return iter(self._everything())
