@@ -3,11 +3,15 @@ fixes findings carry (text edits).
 
 A rule proposes a fix as LibCST changes: "this node becomes that node" (or
 several statements, or nothing). The engine turns each change into one text
-edit only when the finding is finalized: it rewrites the module-level
-statement that holds the node, generates that statement's code again with
-LibCST (so everything the change does not touch keeps the user's
-formatting and comments), and keeps the part that differs. Only files with
-findings pay for it, and only for the statement around each change.
+edit only when the finding is finalized: it rewrites the innermost statement
+that holds the node (a line, or a compound statement whose header holds
+it), generates that statement's code again with LibCST and its line's
+indentation (so everything the change does not touch keeps the user's
+formatting and comments), checks that the code before the change is the
+text where the statement stands, and keeps the part that differs; where it
+is not, the module-level statement around it is generated instead. Only
+files with findings pay for it, and only for the statement around each
+change.
 """
 
 from __future__ import annotations
