@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ddplint.analysis.distributed import runs_per_rank
-from ddplint.analysis.probe import Probe
+from ddplint.analysis.probe import Probe, words_of
 from conftest import FIXTURES
 from ddplint.rule import all_rules_settings
 from ddplint.engine import check_source
@@ -35,6 +35,7 @@ TEXTS = st.lists(PIECES, max_size=12).map("".join)
 def test_words_probe_is_a_word_boundary_search(text: str, words: list[str]) -> None:
     expected = re.search(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b", text) is not None
     assert Probe.of_words(words).matches(text) is expected
+    assert Probe.of_words(words).matches(text, words_of(text)) is expected  # the prefilter's way: one scan per file
 
 
 @given(TEXTS)

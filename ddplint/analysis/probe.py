@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from functools import cached_property
+from typing import AbstractSet, Iterable
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,12 +38,25 @@ class Probe:
         """Any of `needles` anywhere."""
         return cls(tuple(sorted(needles)))
 
-    def matches(self, text: str) -> bool:
-        if self.words:
-            found = any(_has_word(text, word) for word in self.needles)
-        else:
+    def matches(self, text: str, words: AbstractSet[str] | None = None) -> bool:
+        """Whether `text` matches; `words` (`words_of(text)`, when the caller
+        has it) answers for the needles that are whole words at once."""
+        if not self.words:
             found = any(needle in text for needle in self.needles)
+        elif words is not None:
+            found = not words.isdisjoint(self._plain) or any(_has_word(text, word) for word in self._other)
+        else:
+            found = any(_has_word(text, word) for word in self.needles)
         return found and (self.pattern is None or self.pattern.search(text) is not None)
+
+    @cached_property
+    def _plain(self) -> frozenset[str]:
+        """The needles `words_of` can hold: runs of word characters."""
+        return frozenset(n for n in self.needles if _WORD.fullmatch(n))
+
+    @cached_property
+    def _other(self) -> tuple[str, ...]:
+        return tuple(n for n in self.needles if n not in self._plain)
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,8 +65,8 @@ class AnyOf:
 
     probes: tuple[Probe | AllOf, ...]
 
-    def matches(self, text: str) -> bool:
-        return any(probe.matches(text) for probe in self.probes)
+    def matches(self, text: str, words: AbstractSet[str] | None = None) -> bool:
+        return any(probe.matches(text, words) for probe in self.probes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,8 +75,19 @@ class AllOf:
 
     probes: tuple[Probe, ...]
 
-    def matches(self, text: str) -> bool:
-        return all(probe.matches(text) for probe in self.probes)
+    def matches(self, text: str, words: AbstractSet[str] | None = None) -> bool:
+        return all(probe.matches(text, words) for probe in self.probes)
+
+
+#: A run of word characters: what ``\\b...\\b`` delimits.
+_WORD = re.compile(r"\w+")
+
+
+def words_of(text: str) -> frozenset[str]:
+    """Every run of word characters in `text`: a word probe's needle occurs
+    as a whole word exactly when it is one of them (one scan of the text for
+    all the probes of a file, instead of a search per needle)."""
+    return frozenset(_WORD.findall(text))
 
 
 def _has_word(text: str, word: str) -> bool:

@@ -17,7 +17,7 @@ from ddplint.knowledge import NOISE_TEXT, RANK_TEXT, STEP_TEXT, TRAIN_MODE_TEXT,
 from ddplint.analysis.collectives import COLLECTIVE_FAMILIES
 from ddplint.analysis.data import ITERABLE_DATASETS, MAP_DATASETS
 from ddplint.analysis.distributed import RANK_HELPER_IMPORT, launched_per_rank, runs_per_rank
-from ddplint.analysis.probe import AllOf, AnyOf, Probe
+from ddplint.analysis.probe import AllOf, AnyOf, Probe, words_of
 
 if TYPE_CHECKING:
     from ddplint.rule import Rule
@@ -52,11 +52,14 @@ class TextScan:
         self.text = text
         self._found: dict[Probe | AnyOf | AllOf, bool] = {}
         self._distributed: bool | None = None
+        self._words: frozenset[str] | None = None
 
     def has(self, probe: Probe | AnyOf | AllOf) -> bool:
         found = self._found.get(probe)
         if found is None:
-            found = self._found[probe] = probe.matches(self.text)
+            if self._words is None:
+                self._words = words_of(self.text)
+            found = self._found[probe] = probe.matches(self.text, self._words)
         return found
 
     @property
