@@ -21,7 +21,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from ddplint.cache import Cache, entry_key, run_key
 from ddplint.config.resolver import ConfigResolver
@@ -29,7 +29,7 @@ from ddplint.config.settings import Settings
 from ddplint.discovery import SourceFile, discover
 from ddplint.fixing import FixMode, fix_file
 from ddplint.model import Notice
-from ddplint.project.facts import ALONE, NO_FACTS, FileFacts, ProjectRole
+from ddplint.project.facts import ALONE, NO_FACTS, Fact, FileFacts, ProjectRole
 from ddplint.project.imports import imported_names
 from ddplint.project.index import ModuleEntry, ModuleNamer, ProjectIndex, module_names, project_roots, resolve_files
 from ddplint.project.summary import ModuleSummary, attribute_uses, imports_summary
@@ -249,15 +249,14 @@ def _lint_project(
             facts = index.file_facts(entry)
             if facts == used[i]:
                 continue
-            # A file linted with facts may have consulted any of them; one linted
-            # without, only those its summary names (or, unknown, its text uses).
+            # Facts that changed matter where its last lint consulted their names
+            # (its summary names them; unknown, where its text uses them).
             if (
-                tasks[i].project.facts
-                or entry.summary.needs_callers(facts.callers, used[i].callers)
+                entry.summary.needs_callers(facts.callers, used[i].callers)
                 or facts.called_elsewhere != used[i].called_elsewhere  # entry points by their body that others call
                 # A project rank helper of any name makes a module distributed code that was not linted as such.
                 or (facts.rank_helper and not used[i].rank_helper and entry.summary.runs_unknown is None)
-                or entry.summary.needs(facts.facts, functools.partial(text_of, entry.display))
+                or _changed_facts_matter(entry.summary, facts.facts, used[i].facts, functools.partial(text_of, entry.display))
             ):
                 changed[i] = facts
             else:
@@ -280,6 +279,17 @@ def _lint_project(
     if run is not None and cache is not None and all(t.key for t in tasks):
         cache.put_keys(run, [t.key for t in tasks if t.key])
     return results, index, tasks
+
+
+def _changed_facts_matter(
+    summary: ModuleSummary, facts: Mapping[str, Fact], before: Mapping[str, Fact], text: Callable[[], str | None]
+) -> bool:
+    """Whether the facts that differ from those its last lint had (`before`)
+    could change its findings: as they are now, or as they were (a fact that
+    is gone answered its questions then)."""
+    now = {name: fact for name, fact in facts.items() if before.get(name) != fact}
+    then = {name: fact for name, fact in before.items() if facts.get(name) != fact}
+    return bool(now or then) and (summary.needs(now, text) or summary.needs(then, text))
 
 
 def _text_reader(tasks: list[_Task]) -> Callable[[str], str | None]:

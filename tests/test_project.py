@@ -204,6 +204,30 @@ def test_a_collective_helper_relints_only_the_modules_that_call_it_under_a_rank_
     assert counts == {"comm.py": 1, "everyone.py": 1, "chain.py": 2}
 
 
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_file_linted_with_facts_is_linted_again_only_for_facts_it_consulted(tmp_path, monkeypatch, guarded) -> None:
+    """`helpers.flush` gets its fact a round after `comm.sync` (`helpers.py`
+    holds no collective of its own: it is walked once facts reach it). By
+    then `train.py` was linted with the fact about `sync`; the new fact about
+    `flush` lints it again only where it calls `flush` under a rank test."""
+    call = "if dist.get_rank() == 0:\n    flush()\n" if guarded else "flush()\n"
+    root = write(tmp_path / "proj", {
+        "comm.py": "import torch.distributed as dist\n\n\ndef sync():\n    dist.barrier()\n",
+        "helpers.py": "from comm import sync\n\n\ndef flush():\n    sync()\n",
+        "train.py": (
+            "import torch.distributed as dist\n\nfrom comm import sync\nfrom helpers import flush\n\n"
+            "dist.init_process_group('gloo')\nif dist.get_rank() == 0:\n    sync()\n" + call
+        ),
+    })  # fmt: skip
+    linted: list[str] = []
+    real = runner._lint_task
+    monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+    found = [(path, line) for path, line, code in findings(root) if code == "DDP001"]
+    assert found == ([("train.py", 8), ("train.py", 10)] if guarded else [("train.py", 8)])
+    counts = Counter(str(Path(d).relative_to(root)) for d in linted)
+    assert counts == {"comm.py": 1, "helpers.py": 2, "train.py": 3 if guarded else 2}
+
+
 def test_config_src_roots(tmp_path) -> None:
     root = write(
         tmp_path,

@@ -144,14 +144,13 @@ class SummaryCollector:
             self.linted_sites.append((linted, ctx.rank.site(node, arguments)))
         if called and self.consulted_wanted:
             self.called |= called  # a helper's print silencing or dataset matters wherever it is called
-            # Without the rank analysis no rule judges collectives; a file linted
-            # with facts is linted again whenever they change, whatever it calls.
-            if linted and ctx.runs("rank") and not ctx.facts:
+            # Without the rank analysis no rule judges collectives.
+            if linted and ctx.runs("rank"):
                 inner, outer = ctx.rank.guards()
                 self.helper_calls.append((linted, inner, outer, ctx.enclosing_function()))
                 if len(ctx.stack) > 1 and isinstance(ctx.stack[-2], cst.Expr):
                     self.statement_calls[ctx.enclosing_function()].update(linted)
-        if self.consulted_wanted and ctx.runs("rank") and not ctx.facts and writes_a_path(node, ctx):
+        if self.consulted_wanted and ctx.runs("rank") and writes_a_path(node, ctx):
             self.writes[ctx.enclosing_function()].append(ctx.rank.guards()[0])
         if not self.symbols_wanted:
             return
