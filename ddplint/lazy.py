@@ -40,19 +40,24 @@ def libcst() -> ModuleType:
     LibCST that registered one would keep ABCMeta (checked per class).
     """
     module = importlib.import_module("libcst")
-    from libcst._nodes.base import CSTNode
-
-    classes, pending = [], [CSTNode]
-    while pending:
-        cls = pending.pop()
-        if cls in classes:
-            continue
-        classes.append(cls)
-        pending.extend(type.__subclasses__(cls))
+    classes = node_classes()
     if all(_plain_abc(cls) for cls in classes):
         for cls in classes:
             cls.__class__ = _TypeChecked
     return module
+
+
+def node_classes() -> set[type]:
+    """LibCST's `CSTNode` and every class derived from it."""
+    from libcst._nodes.base import CSTNode
+
+    classes, pending = set(), [CSTNode]
+    while pending:
+        cls = pending.pop()
+        if cls not in classes:
+            classes.add(cls)
+            pending.extend(type.__subclasses__(cls))
+    return classes
 
 
 def parse_module(text: str) -> cst.Module:

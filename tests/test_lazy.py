@@ -14,24 +14,14 @@ import libcst as cst
 import pytest
 from libcst._nodes.base import CSTNode
 
-from ddplint.lazy import libcst, parse_module
+from ddplint.lazy import libcst, node_classes, parse_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _node_classes() -> list[type]:
-    found, pending = [], [CSTNode]
-    while pending:
-        cls = pending.pop()
-        if cls not in found:
-            found.append(cls)
-            pending.extend(type.__subclasses__(cls))
-    return found
-
-
 def test_node_classes_answer_isinstance_as_their_abc_would() -> None:
     libcst()
-    classes = _node_classes()
+    classes = node_classes()
     assert len(classes) > 300
     assert all(type(cls) is not abc.ABCMeta for cls in classes), "every node class has the cheap metaclass"
     for cls in classes:
