@@ -15,7 +15,7 @@ the semantic model knows about it with no rule involved.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Callable, Iterable, TypeVar
 
 import libcst as cst
 
@@ -31,7 +31,9 @@ from ddplint.engine.walker import Walker
 from ddplint.model import Finding
 from ddplint.engine.context import FileContext
 
-__all__ = ["ModelOf", "lint", "model_of"]
+__all__ = ["ModelOf", "lint", "model_of", "walk_snippet"]
+
+P = TypeVar("P")
 
 
 def lint(source: str, select: Iterable[str] | None = None, path: str = "snippet.py", preview: bool = True) -> list[Finding]:
@@ -147,18 +149,40 @@ class ModelOf:
             self.model.stack.clear()
 
 
-def model_of(source: str, path: str = "snippet.py") -> ModelOf:
-    """The model of `source` with every analysis, after the walk (answers are final)."""
+def walk_snippet(
+    source: str,
+    probe: Callable[[FileContext], P] | None = None,
+    requires: Iterable[str] = (),
+    settings: Settings | None = None,
+    path: str = "t.py",
+    as_analysis: bool = False,
+) -> tuple[FileContext, P | None]:
+    """`source` walked once with the analyses `requires` names and the visitor
+    `probe(ctx)` builds, which asks them during the walk (run as a rule, or
+    with `as_analysis` among the analyses); an error in any is raised, not
+    reported. Returns the model and the visitor."""
     module = cst.parse_module(source)
     stack: list[cst.CSTNode] = []
-    settings = Settings(rules=frozenset(), preview=True)
-    ctx = FileContext(path, source, module, settings, stack, requires=OPTIONAL_ANALYSES)
-    recorder = _Recorder(ctx)
+    ctx = FileContext(path, source, module, settings or Settings(rules=frozenset()), stack, requires=requires)
+    visitor = probe(ctx) if probe is not None else None
+    visitors = [visitor] if visitor is not None else []
 
-    def fail(rule: object, exc: BaseException) -> None:
+    def fail(owner: object, exc: BaseException) -> None:
         raise exc
 
-    Walker((*ctx.analyses, recorder), (), fail, stack).walk(module)
+    if as_analysis:
+        Walker((*ctx.analyses, *visitors), (), fail, stack).walk(module)
+    else:
+        Walker(ctx.analyses, visitors, fail, stack).walk(module)
+    return ctx, visitor
+
+
+def model_of(source: str, path: str = "snippet.py") -> ModelOf:
+    """The model of `source` with every analysis, after the walk (answers are final)."""
+    settings = Settings(rules=frozenset(), preview=True)
+    ctx, recorder = walk_snippet(source, _Recorder, OPTIONAL_ANALYSES, settings, path, as_analysis=True)
+    assert recorder is not None
+    module = ctx.module
     positions = resolve_positions(module)
     statements: dict[int, tuple[cst.CSTNode, Site]] = {}
     for node, site in recorder.sites.items():

@@ -12,23 +12,11 @@ import pytest
 from ddplint.analysis.accumulation import micro_batches
 from ddplint.knowledge import DEEPSPEED_ENGINE, DEEPSPEED_OPTIMIZER
 from ddplint.analysis.engines import DeepSpeedParts
-from ddplint.config import Settings
-from ddplint.engine.context import FileContext
-from ddplint.engine.walker import Walker
+from ddplint.testing import walk_snippet
 
 
 def _walk(source: str, probe_cls):
-    source = textwrap.dedent(source)
-    module = cst.parse_module(source)
-    stack: list = []
-    ctx = FileContext("t.py", source, module, Settings(rules=frozenset()), stack)
-    probe = probe_cls(ctx)
-
-    def fail(rule, exc):
-        raise exc
-
-    Walker(ctx.analyses, [probe], fail, stack).walk(module)
-    return probe
+    return walk_snippet(textwrap.dedent(source), probe_cls)[1]
 
 
 class _LoopProbe:

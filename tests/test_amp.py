@@ -12,28 +12,23 @@ import pytest
 
 from ddplint.analysis.amp import ScaledClip, modern_call
 from ddplint.analysis.rewrite import dotted
-from ddplint.config import Settings
 from ddplint.engine.context import FileContext
-from ddplint.engine.walker import Walker
+from ddplint.testing import walk_snippet
 
 
 def _scaled_clips(source: str) -> list[ScaledClip | None]:
     """`scaled_clip` of every call the service takes for a clip or a module function's call, in source order."""
-    source = textwrap.dedent(source)
-    module = cst.parse_module(source)
-    stack: list = []
-    ctx = FileContext("t.py", source, module, Settings(rules=frozenset()), stack, requires={"amp"})
     calls: list[cst.Call] = []
 
     class Probe:
+        def __init__(self, ctx: FileContext) -> None:
+            self.ctx = ctx
+
         def visit_Call(self, node: cst.Call) -> None:
-            if ctx.amp.may_clip(node):
+            if self.ctx.amp.may_clip(node):
                 calls.append(node)
 
-    def fail(rule, exc):
-        raise exc
-
-    Walker(ctx.analyses, [Probe()], fail, stack).walk(module)
+    ctx, _ = walk_snippet(textwrap.dedent(source), Probe, {"amp"})
     return [ctx.amp.scaled_clip(call) for call in calls]
 
 

@@ -11,23 +11,12 @@ import pytest
 from ddplint.analysis.rank_zero import replaces_print, sets_print
 from ddplint.analysis.samples import harmful_returns
 from ddplint.analysis.tree import name_reads
-from ddplint.config import Settings
-from ddplint.engine.context import FileContext
-from ddplint.engine.walker import Walker
+from ddplint.testing import walk_snippet
 
 
 def walk(source: str, probe_cls=None, requires=()):
-    source = textwrap.dedent(source)
-    module = cst.parse_module(source)
-    stack: list = []
-    ctx = FileContext("t.py", source, module, Settings(rules=frozenset()), stack, requires=requires)
-    probes = [probe_cls(ctx)] if probe_cls else []
-
-    def fail(rule, exc):
-        raise exc
-
-    Walker(ctx.analyses, probes, fail, stack).walk(module)
-    return ctx, probes
+    ctx, probe = walk_snippet(textwrap.dedent(source), probe_cls, requires)
+    return ctx, [probe] if probe is not None else []
 
 
 @pytest.mark.parametrize(

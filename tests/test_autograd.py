@@ -11,9 +11,8 @@ import libcst as cst
 import pytest
 
 from ddplint.analysis.autograd import accumulations, backpropagated, under_no_grad, used_as_tensor
-from ddplint.config import Settings
 from ddplint.engine.context import FileContext
-from ddplint.engine.walker import Walker
+from ddplint.testing import walk_snippet
 
 
 class _Probe:
@@ -42,17 +41,7 @@ class _Probe:
 
 
 def _walk(source: str) -> tuple[FileContext, _Probe]:
-    source = textwrap.dedent(source)
-    module = cst.parse_module(source)
-    stack: list = []
-    ctx = FileContext("t.py", source, module, Settings(rules=frozenset()), stack, requires={"loops"})
-    probe = _Probe(ctx)
-
-    def fail(rule, exc):
-        raise exc
-
-    Walker(ctx.analyses, [probe], fail, stack).walk(module)
-    return ctx, probe
+    return walk_snippet(textwrap.dedent(source), _Probe, {"loops"})  # type: ignore[return-value]
 
 
 @pytest.mark.parametrize(

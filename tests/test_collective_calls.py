@@ -8,9 +8,8 @@ import textwrap
 
 import libcst as cst
 
-from ddplint.config import Settings
 from ddplint.engine.context import FileContext
-from ddplint.engine.walker import Walker
+from ddplint.testing import walk_snippet
 
 
 class _Recorder:
@@ -30,16 +29,7 @@ class _Recorder:
 
 
 def analyse(source: str) -> tuple[FileContext, dict[str, cst.CSTNode]]:
-    source = textwrap.dedent(source)
-    module = cst.parse_module(source)
-    stack: list = []
-    ctx = FileContext("t.py", source, module, Settings(frozenset()), stack, ["rank"])
-    recorder = _Recorder(ctx)
-
-    def fail(rule, exc):
-        raise exc
-
-    Walker(ctx.analyses, [recorder], fail, stack).walk(module)
+    ctx, recorder = walk_snippet(textwrap.dedent(source), _Recorder, ["rank"])
     return ctx, recorder.nodes
 
 

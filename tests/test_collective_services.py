@@ -13,9 +13,8 @@ import pytest
 from ddplint.analysis.callgraph import enclosing_loops
 from ddplint.analysis.calls import truth
 from ddplint.analysis.collectives import CollectiveChains, Performer, collective_name, in_lazy_initialization
-from ddplint.config import Settings
 from ddplint.engine.context import FileContext
-from ddplint.engine.walker import Walker
+from ddplint.testing import walk_snippet
 
 
 class _Recorder:
@@ -46,16 +45,7 @@ class _Recorder:
 
 
 def analyse(source: str):
-    source = textwrap.dedent(source)
-    module = cst.parse_module(source)
-    stack: list = []
-    ctx = FileContext("t.py", source, module, Settings(frozenset()), stack, ["rank"])
-    recorder = _Recorder(ctx)
-
-    def fail(rule, exc):
-        raise exc
-
-    Walker(ctx.analyses, [recorder], fail, stack).walk(module)
+    ctx, recorder = walk_snippet(textwrap.dedent(source), _Recorder, ["rank"])
     return ctx.rank, recorder
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from ddplint.config import Settings
 from ddplint.engine.context import FileContext
-from ddplint.engine.walker import Walker
+from ddplint.testing import walk_snippet
 
 _PRELUDE = """\
 from torch.utils.data import DataLoader, DistributedSampler
@@ -19,15 +19,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 
 
 def _uses(source: str):
-    source = _PRELUDE + textwrap.dedent(source)
-    module = cst.parse_module(source)
-    stack: list = []
-    ctx = FileContext("t.py", source, module, Settings(rules=frozenset()), stack, requires=("data",))
-
-    def fail(rule, exc):
-        raise exc
-
-    Walker(ctx.analyses, [], fail, stack).walk(module)
+    ctx, _ = walk_snippet(_PRELUDE + textwrap.dedent(source), requires=("data",))
     return ctx, ctx.data.loaders
 
 
@@ -144,14 +136,7 @@ def test_loader_conflicts(call: str, expected: list) -> None:
         def visit_Call(self, node) -> None:
             found.extend(loader_conflicts(node, self.ctx))
 
-    module = cst.parse_module(source)
-    stack: list = []
-    ctx = FileContext("t.py", source, module, Settings(rules=frozenset()), stack)
-
-    def fail(rule, exc):
-        raise exc
-
-    Walker(ctx.analyses, [Probe(ctx)], fail, stack).walk(module)
+    walk_snippet(source, Probe)
     assert [(c.option, [name for name, _ in c.conflicts], c.when) for c in found] == expected
 
 
@@ -168,14 +153,7 @@ def _walk_probe(source: str, requires=("data",)):
             if is_dataloader(node, self.ctx):
                 found.append(unsampled_training_loader(node, self.ctx))
 
-    module = cst.parse_module(source)
-    stack: list = []
-    ctx = FileContext("t.py", source, module, Settings(rules=frozenset()), stack, requires=requires)
-
-    def fail(rule, exc):
-        raise exc
-
-    Walker(ctx.analyses, [Probe(ctx)], fail, stack).walk(module)
+    ctx, _ = walk_snippet(source, Probe, requires)
     return ctx, found
 
 

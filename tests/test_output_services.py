@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import textwrap
 
-import libcst as cst
 import pytest
 
 from ddplint.analysis.file_io import download, file_write, path_read, path_written
 from ddplint.analysis.guards import Runs
 from ddplint.analysis.outputs import LOGGER, PRINT, PROGRESS, TRACKER, WRITER
-from ddplint.config import Settings
-from ddplint.engine.context import FileContext
-from ddplint.engine.walker import Walker
+from ddplint.testing import walk_snippet
 
 
 class _Calls:
@@ -33,17 +30,7 @@ class _Calls:
 
 
 def _walk(source: str, ask=lambda ctx, node: None, requires=("rank", "outputs", "barriers")):
-    source = textwrap.dedent(source)
-    module = cst.parse_module(source)
-    stack: list = []
-    ctx = FileContext("t.py", source, module, Settings(rules=frozenset()), stack, requires=requires)
-    probe = _Calls(ctx, ask)
-
-    def fail(rule, exc):
-        raise exc
-
-    Walker(ctx.analyses, [probe], fail, stack).walk(module)
-    return ctx, probe
+    return walk_snippet(textwrap.dedent(source), lambda ctx: _Calls(ctx, ask), requires)
 
 
 def _outputs(source: str) -> dict[str, tuple[str, bool] | None]:

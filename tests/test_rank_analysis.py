@@ -11,7 +11,7 @@ import pytest
 from ddplint.analysis.rank import GuardKind, RankAnalysis
 from ddplint.config import Settings
 from ddplint.engine.context import FileContext
-from ddplint.engine.walker import Walker
+from ddplint.testing import walk_snippet
 
 
 class _Probe:
@@ -28,16 +28,8 @@ class _Probe:
 
 
 def analyse(source: str, rank_names: tuple[str, ...] = ()):
-    source = textwrap.dedent(source)
-    module = cst.parse_module(source)
-    stack: list = []
-    ctx = FileContext("t.py", source, module, Settings(frozenset(), rank_names=rank_names), stack, ["rank"])
-    probe = _Probe(ctx)
-
-    def fail(rule, exc):
-        raise exc
-
-    Walker(ctx.analyses, [probe], fail, stack).walk(module)
+    settings = Settings(frozenset(), rank_names=rank_names)
+    ctx, probe = walk_snippet(textwrap.dedent(source), _Probe, ["rank"], settings)
     return ctx.rank, probe
 
 

@@ -11,9 +11,8 @@ import textwrap
 import libcst as cst
 import pytest
 
-from ddplint.config import Settings
 from ddplint.engine.context import FileContext
-from ddplint.engine.walker import Walker
+from ddplint.testing import walk_snippet
 
 
 class _Probe:
@@ -26,11 +25,8 @@ class _Probe:
 
 
 def resolve(source: str) -> list[set]:
-    module = cst.parse_module(textwrap.dedent(source))
-    stack: list = []
-    ctx = FileContext("t.py", source, module, Settings(rules=frozenset()), stack)
     seen: list = []
-    Walker(ctx.analyses, [_Probe(ctx, seen)], lambda r, e: (_ for _ in ()).throw(e), stack).walk(module)
+    walk_snippet(textwrap.dedent(source), lambda ctx: _Probe(ctx, seen))
     return [set(s) for s in seen]
 
 
