@@ -34,6 +34,7 @@ from ddplint.engine.context import FileContext
 __all__ = ["ModelOf", "lint", "model_of", "walk_snippet"]
 
 P = TypeVar("P")
+T = TypeVar("T")
 
 
 def lint(source: str, select: Iterable[str] | None = None, path: str = "snippet.py", preview: bool = True) -> list[Finding]:
@@ -94,36 +95,35 @@ class ModelOf:
     def per_rank(self, line: int) -> bool:
         """Whether the value on `line` (an assignment's value, a return's, an
         expression statement's) differs between ranks."""
-        node, _ = self._at(line)
-        body = node.body[0] if isinstance(node, cst.SimpleStatementLine) and node.body else node
-        value = getattr(body, "value", None)
-        if value is None:
-            raise ValueError(f"line {line} holds no value")
+        node, value = self._value(line)
         if node not in self.positions:
             return self.model.rank.expression_is_rank_dependent(value)
-        stack, mark = self.positions[node]
-        self.model.stack[:] = stack
-        try:
-            with self.model.scopes.restored(mark):
-                return self.model.rank.expression_is_rank_dependent(value)
-        finally:
-            self.model.stack.clear()
-
+        return self._where(node, lambda: self.model.rank.expression_is_rank_dependent(value))
 
     def on_cpu(self, line: int) -> bool:
         """Whether the tensor on `line` (an assignment's value, an expression
         statement's) certainly lives on the CPU (`Devices.on_cpu`, asked where
         the line is)."""
+        node, value = self._value(line)
+        return self._where(node, lambda: self.model.devices.on_cpu(value))
+
+    def _value(self, line: int) -> tuple[cst.CSTNode, cst.BaseExpression]:
+        """The statement on `line` and the value it assigns, returns or is."""
         node, _ = self._at(line)
         body = node.body[0] if isinstance(node, cst.SimpleStatementLine) and node.body else node
         value = getattr(body, "value", None)
         if value is None:
             raise ValueError(f"line {line} holds no value")
+        return node, value
+
+    def _where(self, node: cst.CSTNode, ask: Callable[[], T]) -> T:
+        """`ask()` with the model placed back where the walk was at `node`
+        (its stack, and the names bound there)."""
         stack, mark = self.positions[node]
         self.model.stack[:] = stack
         try:
             with self.model.scopes.restored(mark):
-                return self.model.devices.on_cpu(value)
+                return ask()
         finally:
             self.model.stack.clear()
 
@@ -140,13 +140,7 @@ class ModelOf:
             value, ask = getattr(body, "value", None), lambda v: values.value_state(v, site.function) == LOCAL
         if value is None or site.function is None:
             raise ValueError(f"line {line} holds no value in a function")
-        stack, mark = self.positions[node]
-        self.model.stack[:] = stack
-        try:
-            with self.model.scopes.restored(mark):
-                return ask(value)
-        finally:
-            self.model.stack.clear()
+        return self._where(node, lambda: ask(value))
 
 
 def walk_snippet(
