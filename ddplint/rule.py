@@ -131,6 +131,12 @@ class Rule:
     #: Substrings of which the file must also contain one (for DDP001: some
     #: rank test; the configured ``rank-names`` are added). ``None``: no such need.
     context_tokens: ClassVar[tuple[str, ...] | None] = None
+    #: A regular expression the text must match as well, where the tokens
+    #: occur in many files the rule cannot fire on (DDP013: an optimisation
+    #: step called, not the word ``step``). Every match contains one of
+    #: `context_tokens`, which are looked for first; the configured
+    #: ``rank-names`` still meet the context alone. ``None``: the tokens suffice.
+    context_pattern: ClassVar[str | None] = None
     #: Which of those requirements (``"tokens"``, ``"context_tokens"``) a fact
     #: about an imported helper can meet instead: for DDP001 a collective
     #: helper stands for the collective and a rank helper for the rank test.
@@ -213,6 +219,13 @@ def _validate(cls: type[Rule]) -> None:
     unknown = set(cls.requires) - KNOWN_ANALYSES
     if unknown:
         raise RuleDefinitionError(f"{where}: requires unknown analyses {sorted(unknown)} (known: {sorted(KNOWN_ANALYSES)})")
+    if cls.context_pattern is not None:
+        if not cls.context_tokens:
+            raise RuleDefinitionError(f"{where}: context_pattern needs context_tokens (the substrings each match contains)")
+        try:
+            re.compile(cls.context_pattern)
+        except re.error as exc:
+            raise RuleDefinitionError(f"{where}: context_pattern is not a regular expression ({exc})") from None
     if not cls.facts_replace <= {"tokens", "context_tokens"}:
         raise RuleDefinitionError(f"{where}: facts_replace names requirements other than tokens, context_tokens")
 

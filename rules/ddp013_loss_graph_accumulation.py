@@ -5,6 +5,7 @@ from __future__ import annotations
 from ddplint.analysis.autograd import accumulations, under_no_grad, used_as_tensor
 from ddplint.analysis.guards import Site
 from ddplint.analysis.rewrite import ProposedFix, method_call
+from ddplint.knowledge import STEP_CALL
 from ddplint.lazy import cst
 from ddplint.model import Applicability, Severity
 from ddplint.rule import Rule
@@ -82,9 +83,10 @@ class LossGraphAccumulation(Rule):
     summary = "A loss accumulated with its autograd graph: memory grows every step."
     requires = frozenset({"loops"})
     # A graph-carrying value is back-propagated in the loop or named like a
-    # loss: (backward | loss) and (backward | step) is "backward, or a loss and a step".
+    # loss, in a loop that takes a step (`.backward(`, `optimizer.step(`).
     tokens = ("backward", "loss")
     context_tokens = ("backward", "step")
+    context_pattern = STEP_CALL
     tags = ("memory",)
 
     def trigger_AugAssign(self, node: cst.AugAssign | cst.Assign | cst.Call) -> bool:

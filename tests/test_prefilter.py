@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,7 +19,7 @@ from ddplint.analysis.probe import Probe, words_of
 from conftest import FIXTURES
 from ddplint.rule import all_rules_settings
 from ddplint.engine import check_source
-from ddplint.engine.prefilter import DISTRIBUTED_TEXT, TextScan, applicable, summary_worthy
+from ddplint.engine.prefilter import DISTRIBUTED_TEXT, TextScan, applicable, context_probe, summary_worthy
 from ddplint.project.facts import NO_FACTS, Fact, FileFacts, ProjectRole
 from ddplint.result import FileResult
 from ddplint.rule import all_rules
@@ -65,6 +66,44 @@ def test_facts_waive_only_what_a_helper_can_stand_for() -> None:
     scan = TextScan("from utils import sync, is_leader, Captions\n\ndef main():\n    if is_leader():\n        sync()\n")
     assert applicable(rules, scan) == ()
     assert [r.code for r in applicable(rules, scan, imports_facts=True)] == ["DDP001"]
+
+
+STEP_SPELLINGS = [
+    "loss.backward()", "loss . backward ()", "scaler.scale(loss).backward()", "accelerator.backward(loss)",
+    "optimizer.step()", "(optimizer\n    .step())", "(optimizer.  # one step\n step())", "optimizer.step \\\n()", "(optimizer.  # crlf\r\n step())",
+    "self.optimizer.step()", "opt.step(closure)",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("call", STEP_SPELLINGS)
+def test_the_step_pattern_sees_every_spelling_of_a_step(call: str) -> None:
+    """DDP013 runs only where a loop can take an optimisation step: its context
+    pattern must match wherever the walk's `is_step` finds one, however the
+    call is spaced, commented or continued."""
+    from ddplint.analysis.loops import is_step
+    from ddplint.analysis.tree import descendants
+    from ddplint.lazy import cst
+
+    text = f"for x, y in loader:\n    loss = criterion(model(x), y)\n    total += loss\n    {call}\n"
+    module = cst.parse_module(text)
+    assert any(is_step(n) for n in descendants(module) if isinstance(n, cst.Call))
+    assert "DDP013" in {r.code for r in applicable(all_rules(), TextScan(text))}
+
+
+@pytest.mark.parametrize("gap", ["# " * 2000, " # a" * 2000 + "\n", "#\n" * 2000, "\\\n" * 2000, " \t" * 2000])
+def test_the_step_pattern_reads_a_long_gap_once(gap: str) -> None:
+    """Comments and spaces after a dot split one way only: a pattern that
+    could read `# a # b` as one comment or two tried 2**2000 ways (a lint of a
+    training repository never ended)."""
+    probe = context_probe(next(r for r in all_rules() if r.code == "DDP013"), ())
+    assert not probe.matches(f"loss = f(x)\nx.{gap}stop()\n")
+    assert probe.matches(f"loss = f(x)\n(x.{gap}step())\n") is not gap.startswith("# ")  # that comment never ends
+
+
+def test_a_loss_and_the_word_step_without_a_step_call_do_not_wake_the_loss_rule() -> None:
+    text = "step = 0\nfor batch in loader:\n    loss = criterion(model(batch))\n    losses.append(loss)\n    step += 1\n"
+    assert "DDP013" not in {r.code for r in applicable(all_rules(), TextScan(text))}
+    assert check_source("eval.py", text, all_rules_settings(), prefilter=False).findings == ()  # nothing was lost
 
 
 def _summarized(text: str, facts: FileFacts = NO_FACTS) -> FileResult:

@@ -115,6 +115,35 @@ def test_an_unknown_required_analysis_is_refused_when_the_class_is_defined() -> 
             requires = frozenset({"rnak"})
 
 
+@pytest.mark.parametrize(
+    ("tokens", "pattern", "why"),
+    [(None, r"\.step\(", "needs context_tokens"), (("step",), r"step(", "not a regular expression")],
+)
+def test_a_context_pattern_must_come_with_its_tokens_and_compile(tokens, pattern, why) -> None:
+    """The pattern refines the context tokens (tried first, they keep it
+    cheap); one that does not compile would fail on every file."""
+    with pytest.raises(RuleDefinitionError, match=why):
+
+        class Refined(Rule):
+            """
+            ## What it does
+            x
+            ## Why is this bad?
+            x
+            ## Example
+            x
+            ## Use instead
+            x
+            """
+
+            code = "DDP996"
+            name = "refined"
+            severity = Severity.NOTE
+            summary = "Refined."
+            context_tokens = tokens
+            context_pattern = pattern
+
+
 def test_known_analyses_are_the_models() -> None:
     from ddplint.analysis.semantic import OPTIONAL_ANALYSES
     from ddplint.rule import KNOWN_ANALYSES

@@ -107,9 +107,15 @@ def token_probe(rule: type[Rule]) -> Probe | None:
 
 
 @functools.lru_cache(maxsize=None)
-def context_probe(rule: type[Rule], extra: tuple[str, ...]) -> Probe | None:
-    """The rule's `context_tokens` (substrings), plus configured extras."""
-    return None if rule.context_tokens is None else Probe.of_substrings((*rule.context_tokens, *extra))
+def context_probe(rule: type[Rule], extra: tuple[str, ...]) -> Probe | AnyOf | None:
+    """The rule's `context_tokens` (substrings; with its `context_pattern`,
+    where that matches), or one of the configured extras."""
+    if rule.context_tokens is None:
+        return None
+    if rule.context_pattern is None:
+        return Probe.of_substrings((*rule.context_tokens, *extra))
+    context = Probe(tuple(sorted(rule.context_tokens)), re.compile(rule.context_pattern))
+    return AnyOf((context, Probe.of_substrings(extra))) if extra else context
 
 
 #: Text without which a module's summary has no facts to walk for: rank

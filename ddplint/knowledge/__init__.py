@@ -253,6 +253,7 @@ from ddplint.knowledge.training import (  # noqa: F401
     PROCESS_COUNT_WORDS,
     SCHEDULER_STEP_KEYWORDS,
     SCHEDULE_LENGTH_KEYWORDS,
+    STEP_CALL,
     SYNC_CONTROLS,
     UNSCALING_CLIP_OWNERS,
 )

@@ -12,6 +12,14 @@ from __future__ import annotations
 #: or boundary (`is_accumulating`, `micro_step == n - 1`, `update_freq`).
 ACCUMULATION_TEST = r"%|(?i:accum|boundary|update_freq|sync_grad|micro_?(?:step|batch)|iters_to_acc)"
 
+#: An optimisation step called (`loops.is_step`: ``loss.backward(``,
+#: ``optimizer.step(``), with the spaces, comments and line continuations
+#: Python allows around the attribute's dot and before the parenthesis. A
+#: comment runs to its line's end: a gap splits one way only (a pattern
+#: that let ``# a # b`` be one comment or two backtracked exponentially).
+_GAP = r"(?:\s|\\\r?\n|#[^\r\n]*\r?\n)*"
+STEP_CALL = rf"\.{_GAP}(?:backward|step){_GAP}\("
+
 #: Texts that show a module controls DDP's gradient sync itself: the
 #: `no_sync` context (DDP, FSDP, Fabric's `no_backward_sync`), the flag it
 #: flips (nanoGPT's `require_backward_grad_sync = ...`), accelerate's `accumulate`.
