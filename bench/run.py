@@ -80,12 +80,12 @@ print(parse, relint)
 #: stage of the engine timed on its own, in the order the engine runs them.
 STAGES = """
 import json, sys, time
-import libcst
 from ddplint.rule import all_rules_settings
 from ddplint.engine import _visitor_rules
 from ddplint.engine.lint import _lint_module
 from ddplint.engine.prefilter import TextScan, applicable
-from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast
+from ddplint.engine.source import SourceError, decode_source, syntax_problem
+from ddplint.lazy import parse_module
 from ddplint.runner import tune_gc
 tune_gc()
 settings = all_rules_settings()
@@ -99,9 +99,9 @@ for path in open(sys.argv[1]).read().split("\\0"):
     except SourceError:
         continue
     t1 = time.perf_counter()
-    tree = python_ast(text, path)
+    problem = syntax_problem(text, path)
     t2 = time.perf_counter()
-    rules = () if isinstance(tree, SourceProblem) else applicable(every, TextScan(text), settings.rank_names)
+    rules = () if problem is not None else applicable(every, TextScan(text), settings.rank_names)
     t3 = time.perf_counter()
     seconds["read + decode"] += t1 - t0
     seconds["CPython syntax check"] += t2 - t1
@@ -109,7 +109,7 @@ for path in open(sys.argv[1]).read().split("\\0"):
     if not rules:
         continue
     try:
-        module = libcst.parse_module(text)
+        module = parse_module(text)
     except Exception:
         continue
     t4 = time.perf_counter()

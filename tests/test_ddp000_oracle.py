@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from ddplint.rule import all_rules_settings
 from ddplint.engine import check_bytes, check_source
+from ddplint.engine.source import SourceProblem, python_ast, syntax_problem
 
 pytestmark = pytest.mark.fuzz
 
@@ -82,6 +83,9 @@ def assert_same_verdict(source: str) -> None:
     assert not [n for n in result.notices if n.internal], [n.detail for n in result.notices]
     ddp000 = [f.message for f in result.findings if f.rule == "DDP000"]
     assert bool(ddp000) == (not compiles(source)), ddp000
+    # The whole-project analysis checks through CPython's tree, a file alone without: the same answer.
+    tree = python_ast(source, "gen.py")
+    assert syntax_problem(source, "gen.py") == (tree if isinstance(tree, SourceProblem) else None)
 
 
 @given(block())

@@ -8,6 +8,8 @@ the same range, whatever the source's shape.
 
 from __future__ import annotations
 
+import ast
+
 from pathlib import Path
 
 import libcst as cst
@@ -67,13 +69,14 @@ def _every_node(root: cst.CSTNode) -> list[cst.CSTNode]:
     return collector.nodes[1:]
 
 
-def _assert_same(source: str, sample: int = 1) -> None:
+def _assert_same(source: str, sample: int = 1, given_tree: bool = False) -> None:
     """Every `sample`-th node asked first, on its own (the generation stops
     at it), then every node, the module's statements first (their whole code
-    generated once)."""
+    generated once). With `given_tree`, `Positions` starts from the CPython
+    tree the engine already has instead of parsing its own."""
     module = cst.parse_module(source)
     whole = resolve_positions(module)
-    lazy = Positions(module, source)
+    lazy = Positions(module, source, ast.parse(source) if given_tree else None)
     nodes = _every_node(module)
     # The module's own blank and comment lines lie in no statement: asked
     # first, they would have the whole module generated. Asked last.
@@ -86,9 +89,10 @@ def _assert_same(source: str, sample: int = 1) -> None:
         assert lazy[node] == whole[node], (type(node).__name__, cst.Module([]).code_for_node(node))
 
 
+@pytest.mark.parametrize("given_tree", [False, True], ids=["own tree", "given tree"])
 @pytest.mark.parametrize("name", sorted(SHAPES))
-def test_every_node_is_where_libcst_puts_it(name: str) -> None:
-    _assert_same(SHAPES[name])
+def test_every_node_is_where_libcst_puts_it(name: str, given_tree: bool) -> None:
+    _assert_same(SHAPES[name], given_tree=given_tree)
 
 
 def _sources() -> list[Path]:

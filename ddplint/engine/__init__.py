@@ -18,7 +18,7 @@ from ddplint.engine.findings import make_finding
 from ddplint.engine.noqa import UNUSED_NOQA, unused_noqa
 from ddplint.engine.notebook import NOTEBOOK_SUFFIX, NotebookError, read_notebook
 from ddplint.engine.prefilter import TextScan, applicable, summary_worthy
-from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast
+from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast, syntax_problem
 from ddplint.model import Finding, Notice, NoticeLevel
 from ddplint.project.facts import ALONE, ProjectRole
 from ddplint.project.summary import imports_summary
@@ -83,9 +83,11 @@ def check_source(
     if too_costly is not None:  # time and memory grow with the lines and tokens (LibCST's most): bound them
         return FileResult(notices=(too_costly,))
     facts = project.facts
-    tree = python_ast(text, path)
-    if isinstance(tree, SourceProblem):
-        return FileResult(_syntax_findings(path, tree, settings, text))
+    # CPython's tree where the summary reads its imports; else the check alone, cheaper.
+    checked = python_ast(text, path) if project.summarize else syntax_problem(text, path)
+    if isinstance(checked, SourceProblem):
+        return FileResult(_syntax_findings(path, checked, settings, text))
+    tree = checked
     every_rule = _visitor_rules(settings.rules)
     scan = TextScan(text)
     # Other modules call its functions on many ranks, or it tests its rank with a
@@ -93,7 +95,7 @@ def check_source(
     per_rank = bool(facts.callers) or facts.rank_helper
     rules = applicable(every_rule, scan, settings.rank_names, bool(facts.facts), per_rank) if prefilter else every_rule
     imports, lines, walk_for_summary = None, {}, False
-    if project.summarize:
+    if project.summarize and tree is not None:
         imports, lines = imports_summary(tree)
         if project.importer:  # only a module that imports linted ones has facts to filter by use
             imports = dataclasses.replace(imports, uses=None)  # read by the index where it matters
@@ -118,7 +120,7 @@ def check_source(
         return FileResult(unused_noqa(path, text, settings), summary=imports)
     from ddplint.engine.lint import lint_text  # LibCST: only for a file some rule applies to
 
-    return lint_text(path, text, settings, rules, facts, imports, lines, walk_for_summary)
+    return lint_text(path, text, settings, rules, facts, imports, lines, walk_for_summary, tree)
 
 
 def _syntax_findings(

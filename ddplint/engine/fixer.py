@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ddplint.config.settings import Settings
 from ddplint.engine import check_source
 from ddplint.result import FileResult
-from ddplint.engine.source import SourceProblem, python_ast
+from ddplint.engine.source import syntax_problem
 from ddplint.model import Applicability, Finding, Notice, NoticeLevel
 from ddplint.project.facts import ALONE, ProjectRole
 from ddplint.textedit import LineIndex, apply_edits, disjoint
@@ -65,8 +65,8 @@ def fix_source(
         fixed = apply_edits(current, [edit for finding in chosen for edit in finding.fix.edits])  # type: ignore[union-attr]
         if fixed == current:  # a fix that changes nothing: nothing more will change
             return FixOutcome(current, len(rules), result, tuple(rules))
-        problem = python_ast(fixed, path)
-        if isinstance(problem, SourceProblem):
+        problem = syntax_problem(fixed, path)
+        if problem is not None:
             rules = ", ".join(sorted({f.rule for f in chosen}))
             return FixOutcome(text, 0, _with_notice(original, path, f"fixes for {rules} produced code Python rejects "
                               f"(line {problem.span.line}: {problem.message}); file left unchanged, please report this"))

@@ -8,6 +8,7 @@ can fire on never imports LibCST.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import re
@@ -49,9 +50,10 @@ def lint_text(
     summary: ModuleSummary | None = None,
     lines: dict[str, int] | None = None,
     symbols: bool = False,
+    tree: ast.Module | None = None,
 ) -> FileResult:
     """Parse `text` (which CPython accepts) and lint it with `rules` in one
-    walk; `summary`, `lines` and `symbols` as for `_lint_module`."""
+    walk; `summary`, `lines`, `symbols` and `tree` as for `_lint_module`."""
     with _recursion_limit(_DEEP_RECURSION):
         try:
             module = parse_module(text)
@@ -64,7 +66,7 @@ def lint_text(
             return FileResult(notices=(Notice(path, note, NoticeLevel.ERROR),), summary=summary)
         except RecursionError:
             return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.ERROR),), summary=summary)
-        return _lint_module(path, text, module, settings, rules, facts, summary, lines, symbols)
+        return _lint_module(path, text, module, settings, rules, facts, summary, lines, symbols, tree)
 
 
 @contextlib.contextmanager
@@ -90,10 +92,12 @@ def _lint_module(
     summary: ModuleSummary | None = None,
     lines: dict[str, int] | None = None,
     symbols: bool = False,
+    tree: ast.Module | None = None,
 ) -> FileResult:
     """One walk; with a `summary` to complete, also what it records: the
     imported names the lint consulted, and (with `symbols`) the facts of the
-    module's own functions and classes."""
+    module's own functions and classes. `tree`, CPython's of `text` when the
+    caller has it, places the findings' statements."""
     walker_stack: list[cst.CSTNode] = []
     requires = {name for rule in rules for name in rule.requires}
     consulted = summary is not None and summary.consulted is not None
@@ -125,7 +129,7 @@ def _lint_module(
                 notices.append(Notice.internal_error(path, exc, f" in rule {instance.code}"))
         pending = [p for p in ctx.pending if ctx.in_distributed_context or not p.rule.distributed_only]
         used: set[tuple[int, str]] = set()
-        findings = _finalize(path, text, module, settings, pending, used) if pending else ()
+        findings = _finalize(path, text, module, settings, pending, used, tree) if pending else ()
         findings = tuple(sorted((*findings, *unused_noqa(path, text, settings, used)), key=lambda f: f.sort_key))
     except RecursionError:
         return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.ERROR),), parsed=True)
@@ -148,10 +152,16 @@ def _lint_module(
 
 
 def _finalize(
-    path: str, text: str, module: cst.Module, settings: Settings, pending: list[PendingFinding], used: set[tuple[int, str]]
+    path: str,
+    text: str,
+    module: cst.Module,
+    settings: Settings,
+    pending: list[PendingFinding],
+    used: set[tuple[int, str]],
+    tree: ast.Module | None,
 ) -> tuple[Finding, ...]:
     """The findings of `pending`; `used` gets the (line, code) of the directives that suppressed them."""
-    positions = Positions(module, text)
+    positions = Positions(module, text, tree)
     suppressions = Suppressions.from_source(text) if _NOQA.search(text) else Suppressions.from_comments((), text)
     lines = text.splitlines()
     findings = []

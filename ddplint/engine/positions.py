@@ -111,9 +111,10 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
     module's. Where CPython's statements and LibCST's do not pair up (a
     text CPython reads differently), the whole module is generated once."""
 
-    def __init__(self, module: cst.Module, text: str) -> None:
+    def __init__(self, module: cst.Module, text: str, tree: ast.Module | None = None) -> None:
         self._module = module
         self._text = text
+        self._tree = tree  # CPython's tree of `text`, when the caller has it; else parsed when first needed
         self._known: dict[cst.CSTNode, CodeRange] = {}
         self._anchor_of: dict[cst.CSTNode, cst.CSTNode] | None = None
         self._starts: dict[cst.CSTNode, tuple[int, int]] = {}
@@ -161,13 +162,16 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
     def _index(self) -> dict[cst.CSTNode, cst.CSTNode]:
         """Every node's innermost anchor statement, and where each anchor
         starts by CPython's tree: both list statements in source order."""
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(self._text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            self._everything()
-            return {}
+        tree = self._tree
+        if tree is None:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tree = ast.parse(self._text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._everything()
+                return {}
+        self._tree = None  # read once: the index holds what it needs
         starts = sorted((s.lineno, s.col_offset) for s in ast.walk(tree) if isinstance(s, ast.stmt))
         anchor_of: dict[cst.CSTNode, cst.CSTNode] = {}
         taken = 0
