@@ -18,7 +18,7 @@ import re
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -117,6 +117,8 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
         self._tree = tree  # CPython's tree of `text`, when the caller has it; else parsed when first needed
         self._known: dict[cst.CSTNode, CodeRange] = {}
         self._anchor_of: dict[cst.CSTNode, cst.CSTNode] | None = None
+        self._every_node = False  # whether the index holds whitespace and punctuation too
+        self._starts_of: list[tuple[int, int]] | None = None
         self._starts: dict[cst.CSTNode, tuple[int, int]] = {}
         self._elifs: set[cst.CSTNode] = set()
         self._whole: Mapping[cst.CSTNode, CodeRange] | None = None
@@ -126,11 +128,9 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
         known = self._known.get(node)
         if known is not None:
             return known
-        if self._anchor_of is None:
-            self._anchor_of = self._index()
+        anchor = self._anchor(node)
         if self._whole is not None:
             return self._whole[node]
-        anchor = self._anchor_of.get(node)
         found = None if anchor is None else self._place(anchor, node, stop=True)
         if found is None:  # a node the index skips (whitespace, punctuation): the whole module, once
             return self._everything()[node]
@@ -140,9 +140,7 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
         """The innermost statement that holds `node` (a line of simple
         statements, or a compound statement whose header, decorators or own
         lines hold it), as it stands in the text; None when not known."""
-        if self._anchor_of is None:
-            self._anchor_of = self._index()
-        anchor = self._anchor_of.get(node)
+        anchor = self._anchor(node)
         if anchor is None:
             return None
         line, byte_column = self._starts[anchor]
@@ -159,20 +157,29 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
             self._whole = resolve_positions(self._module)
         return self._whole
 
-    def _index(self) -> dict[cst.CSTNode, cst.CSTNode]:
-        """Every node's innermost anchor statement, and where each anchor
-        starts by CPython's tree: both list statements in source order."""
-        tree = self._tree
-        if tree is None:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    tree = ast.parse(self._text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
+    def _anchor(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The anchor statement that holds `node`. The nodes a report names
+        are found in an index of the nodes the walk visits; whitespace and
+        punctuation (asked by few fixes) in one of every node, built then."""
+        if self._anchor_of is None:
+            self._anchor_of = self._index(children_of)
+        anchor = self._anchor_of.get(node)
+        if anchor is None and not self._every_node and self._whole is None:
+            self._every_node = True
+            self._anchor_of = self._index(every_child)
+            anchor = self._anchor_of.get(node)
+        return anchor
+
+    def _index(self, children: Callable[[cst.CSTNode], list[cst.CSTNode]]) -> dict[cst.CSTNode, cst.CSTNode]:
+        """The innermost anchor statement of each node `children` reaches, and
+        where each anchor starts by CPython's tree: both list statements in
+        source order."""
+        if self._starts_of is None:
+            self._starts_of = self._statement_starts()
+            if self._starts_of is None:
                 self._everything()
                 return {}
-        self._tree = None  # read once: the index holds what it needs
-        starts = sorted((s.lineno, s.col_offset) for s in ast.walk(tree) if isinstance(s, ast.stmt))
+        starts = self._starts_of
         anchor_of: dict[cst.CSTNode, cst.CSTNode] = {}
         taken = 0
         # Depth first in source order; the statements of a one-line suite
@@ -192,11 +199,25 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
                 taken += len(node.body)
             if anchor is not None:
                 anchor_of[node] = anchor
-            stack.extend((child, anchor) for child in reversed(children(node, every_field)))
+            stack.extend((child, anchor) for child in reversed(children(node)))
         if stack or taken != len(starts):
             self._everything()
             return {}
         return anchor_of
+
+    def _statement_starts(self) -> list[tuple[int, int]] | None:
+        """Where each of CPython's statements starts, in source order (None
+        where CPython cannot parse the text)."""
+        tree = self._tree
+        if tree is None:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    tree = ast.parse(self._text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return None
+        self._tree = None  # read once: the starts are what it was for
+        return sorted((s.lineno, s.col_offset) for s in ast.walk(tree) if isinstance(s, ast.stmt))
 
     def _place(self, anchor: cst.CSTNode, node: cst.CSTNode, stop: bool) -> CodeRange | None:
         """Generate `anchor`'s code (with `stop`, only up to `node`) and shift it into place."""
@@ -234,6 +255,16 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
             return ""
         start = self._line_starts[line - 1]
         return self._text[start : start + byte_column].encode("utf-8")[:byte_column].decode("utf-8", errors="ignore")
+
+
+def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The children the walk visits (whitespace and punctuation left out)."""
+    return children(node)
+
+
+def every_child(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """Every child, whitespace and punctuation included."""
+    return children(node, every_field)
 
 
 def _shifted(place: CodeRange, lines: int) -> CodeRange:
