@@ -71,6 +71,8 @@ class PerRankValues:
         self.ctx = ctx
         self._states: dict[tuple[int, str], str] = {}
         self._reaches: dict[int, str | None] = {}
+        #: id(function) -> its calls, and the values it assigns by dotted target (one walk of its body each)
+        self._bodies: dict[int, tuple[list[cst.Call], dict[str, list[cst.CSTNode]]]] = {}
 
     # ------------------------------------------------------------ values
 
@@ -105,7 +107,7 @@ class PerRankValues:
     def _state(self, dotted: str, function: cst.FunctionDef, depth: int) -> str:
         if depth > _DEPTH:
             return PLAIN
-        states = {self.value_state(v, function, depth + 1) for v in _assigned(function, dotted)}
+        states = {self.value_state(v, function, depth + 1) for v in self._body(function)[1].get(dotted, ())}
         if SHARED in states or self._reduced_in(dotted, function):
             return SHARED
         if looks_local(dotted):
@@ -162,7 +164,7 @@ class PerRankValues:
 
     def _reduced_in(self, dotted: str, function: cst.FunctionDef) -> bool:
         """`dist.all_reduce(loss)`, `meter.synchronize_between_processes()` in the function."""
-        for call in _calls(function):
+        for call in self._body(function)[0]:
             if not self.reduces(call):
                 continue
             receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
@@ -174,7 +176,7 @@ class PerRankValues:
 
     def _fed(self, dotted: str, function: cst.FunctionDef, depth: int) -> bool:
         """An object called with a per-rank value: `stopper(val_loss)`, `stopper.step(val_loss)`."""
-        for call in _calls(function):
+        for call in self._body(function)[0]:
             func = call.func
             callee = func.value if isinstance(func, cst.Attribute) else func
             if dotted_name(callee) != dotted or self.reduces(call) or self.ctx.scopes.imported_qualnames(callee):
@@ -182,6 +184,15 @@ class PerRankValues:
             if any(self.value_state(a.value, function, depth + 1) == LOCAL for a in call.args):
                 return True
         return False
+
+    def _body(self, function: cst.FunctionDef | cst.Module) -> tuple[list[cst.Call], dict[str, list[cst.CSTNode]]]:
+        """The calls in `function` (nested functions aside) and the values it
+        assigns to each dotted name (`x = v`, `x += v`, `a, x = v`, `(x := v)`),
+        read once: a loop asks about many names in one function."""
+        found = self._bodies.get(id(function))
+        if found is None:
+            found = self._bodies[id(function)] = _read_body(function)
+        return found
 
     # ------------------------------------------------------------ exits
 
@@ -327,28 +338,28 @@ def _is_callee(node: cst.CSTNode, root: cst.CSTNode) -> bool:
     return any(isinstance(n, cst.Call) and n.func is node for n in (root, *descendants(root, into_functions=False)))
 
 
-def _calls(function: cst.FunctionDef | cst.Module) -> Iterator[cst.Call]:
-    return (n for n in descendants(_body(function), into_functions=False) if isinstance(n, cst.Call))
+def _read_body(function: cst.FunctionDef | cst.Module) -> tuple[list[cst.Call], dict[str, list[cst.CSTNode]]]:
+    calls: list[cst.Call] = []
+    assigned: dict[str, list[cst.CSTNode]] = {}
+    body = function.body if isinstance(function, cst.FunctionDef) else function  # a module: its functions skipped
+    for node in descendants(body, into_functions=False):
+        if isinstance(node, cst.Call):
+            calls.append(node)
+        elif isinstance(node, cst.Assign):
+            for dotted in dict.fromkeys(d for t in node.targets for d in _bound(t.target)):
+                assigned.setdefault(dotted, []).append(node.value)
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.NamedExpr)) and node.value is not None:
+            for dotted in dict.fromkeys(_bound(node.target)):
+                assigned.setdefault(dotted, []).append(node.value)
+    return calls, assigned
 
 
-def _body(scope: cst.FunctionDef | cst.Module) -> cst.CSTNode:
-    """A function's body, or a module (whose functions `descendants` can skip)."""
-    return scope.body if isinstance(scope, cst.FunctionDef) else scope
-
-
-def _assigned(function: cst.FunctionDef | cst.Module, dotted: str) -> Iterator[cst.CSTNode]:
-    """The values assigned to `dotted` in `function` (`x = v`, `x += v`, `a, x = v`), or at module level."""
-    for node in descendants(_body(function), into_functions=False):
-        if isinstance(node, cst.Assign):
-            if any(_binds(t.target, dotted) for t in node.targets):
-                yield node.value
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and node.value is not None and _binds(node.target, dotted):
-            yield node.value
-        elif isinstance(node, cst.NamedExpr) and _binds(node.target, dotted):
-            yield node.value
-
-
-def _binds(target: cst.CSTNode, dotted: str) -> bool:
+def _bound(target: cst.CSTNode) -> Iterator[str]:
+    """The dotted names an assignment target binds (each element of a tuple or list)."""
     if isinstance(target, (cst.Tuple, cst.List)):
-        return any(_binds(e.value, dotted) for e in target.elements)
-    return dotted_name(target) == dotted
+        for element in target.elements:
+            yield from _bound(element.value)
+        return
+    dotted = dotted_name(target)
+    if dotted is not None:
+        yield dotted

@@ -39,7 +39,8 @@ class DeepSpeedParts:
         self.targets: dict[str, set[int]] = {}
         #: id(function) -> whether it calls the engine's own backward/step/scale
         self._driven: dict[int, bool] = {}
-        for node in descendants(ctx.module):
+        # A call of `initialize` spells the word, however it was imported or aliased: most modules are not walked.
+        for node in descendants(ctx.module) if "initialize" in ctx.source else ():
             if self.initializes(node):
                 self.calls.setdefault(id(node), {})
             if isinstance(node, cst.Assign) and self.initializes(node.value):
