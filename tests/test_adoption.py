@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from conftest import REPO, assert_valid_sarif, run_script, write
 
@@ -176,6 +177,29 @@ def test_notebook_cells_are_linted_with_cell_positions(tmp_path: Path, sarif_val
     assert silenced != NOTEBOOK
     (tmp_path / "nb.ipynb").write_text(silenced)
     assert run_script("--no-cache", "nb.ipynb", cwd=tmp_path).status == 0
+
+
+@pytest.mark.parametrize(
+    ("line", "python"),
+    [
+        ("files = !ls", "files = None"), ("    a, b = %who_ls", "    a, b = None"), ("x[0] =  !nvidia-smi", "x[0] =  None"),
+        ("self.out = %time f()", "self.out = None"), ("d['k'] = !echo", "d['k'] = None"), ("x == !y", "x == !y"),
+    ],
+)  # fmt: skip
+def test_a_magic_assignment_keeps_its_target(line: str, python: str) -> None:
+    from ddplint.engine.notebook import python_lines
+
+    assert python_lines([line]) == [python]
+
+
+@pytest.mark.parametrize("line", [" " * 100_000, "a, " * 50_000, "\t" * 100_000 + "x"])
+def test_a_long_code_line_is_read_once(line: str) -> None:
+    """A line's possible targets split one way only: the pattern that read a
+    run of spaces as leading space, target or space before `=` took 35 s on
+    4,000 spaces (a cell's long line would never end)."""
+    from ddplint.engine.notebook import python_lines
+
+    assert python_lines([line]) == [line]
 
 
 def test_malformed_notebook_is_one_line_naming_it(tmp_path: Path) -> None:

@@ -25,7 +25,9 @@ from ddplint.model import Finding, Related, Span
 
 NOTEBOOK_SUFFIX = ".ipynb"
 _PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
-_MAGIC_ASSIGNMENT = re.compile(r"^(\s*[\w.\[\]'\", ]+?\s*=\s*)[!%]")
+#: ``files = !ls``, ``t = %timeit -o f()``: the target, then ``=`` and a magic. Its first character
+#: is not a space, so a line splits one way only (``\s*[... ]+?\s*=`` took minutes on a line of spaces).
+_MAGIC_ASSIGNMENT = re.compile(r"^(\s*[\w.\[\]'\",][\w.\[\]'\", \t]*=\s*)[!%]")
 _HELP = re.compile(r"^[\w.]+\?\??$")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
