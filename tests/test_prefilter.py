@@ -70,7 +70,7 @@ def test_facts_waive_only_what_a_helper_can_stand_for() -> None:
 
 STEP_SPELLINGS = [
     "loss.backward()", "loss . backward ()", "scaler.scale(loss).backward()", "accelerator.backward(loss)",
-    "optimizer.step()", "(optimizer\n    .step())", "(optimizer.  # one step\n step())", "optimizer.step \\\n()", "(optimizer.  # crlf\r\n step())",
+    "optimizer.step()", "(optimizer\n    .step())", "optimizer.step \\\n()", "(optimizer.\r\n step())",
     "self.optimizer.step()", "opt.step(closure)",
 ]  # fmt: skip
 
@@ -90,14 +90,15 @@ def test_the_step_pattern_sees_every_spelling_of_a_step(call: str) -> None:
     assert "DDP013" in {r.code for r in applicable(all_rules(), TextScan(text))}
 
 
-@pytest.mark.parametrize("gap", ["# " * 2000, " # a" * 2000 + "\n", "#\n" * 2000, "\\\n" * 2000, " \t" * 2000])
+@pytest.mark.parametrize("gap", [" " * 100_000, "\\\n" * 50_000, " \t\r\n" * 50_000])
 def test_the_step_pattern_reads_a_long_gap_once(gap: str) -> None:
-    """Comments and spaces after a dot split one way only: a pattern that
-    could read `# a # b` as one comment or two tried 2**2000 ways (a lint of a
-    training repository never ended)."""
+    """Each dot of the text starts a try, and the gap after it splits one way
+    only: linear in the text (a pattern that let `# a # b` be one comment or
+    two tried 2**n ways, and a linted repository never finished)."""
     probe = context_probe(next(r for r in all_rules() if r.code == "DDP013"), ())
     assert not probe.matches(f"loss = f(x)\nx.{gap}stop()\n")
-    assert probe.matches(f"loss = f(x)\n(x.{gap}step())\n") is not gap.startswith("# ")  # that comment never ends
+    assert probe.matches(f"loss = f(x)\n(x.{gap}step())\n")
+    assert not probe.matches("loss = 'step" + "x.# a" * 200_000 + "'\n")
 
 
 def test_a_loss_and_the_word_step_without_a_step_call_do_not_wake_the_loss_rule() -> None:
