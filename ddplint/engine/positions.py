@@ -25,7 +25,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 from libcst._position import CodePosition
 
-from ddplint.analysis.tree import children, every_field
+from ddplint.analysis.tree import child_fields, children, every_field
 from ddplint.model import Span
 
 
@@ -162,16 +162,16 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
         are found in an index of the nodes the walk visits; whitespace and
         punctuation (asked by few fixes) in one of every node, built then."""
         if self._anchor_of is None:
-            self._anchor_of = self._index(children_of)
+            self._anchor_of = self._index(child_fields)
         anchor = self._anchor_of.get(node)
         if anchor is None and not self._every_node and self._whole is None:
             self._every_node = True
-            self._anchor_of = self._index(every_child)
+            self._anchor_of = self._index(every_field)
             anchor = self._anchor_of.get(node)
         return anchor
 
-    def _index(self, children: Callable[[cst.CSTNode], list[cst.CSTNode]]) -> dict[cst.CSTNode, cst.CSTNode]:
-        """The innermost anchor statement of each node `children` reaches, and
+    def _index(self, fields: Callable[[type], tuple[str, ...]]) -> dict[cst.CSTNode, cst.CSTNode]:
+        """The innermost anchor statement of each node reached through `fields`, and
         where each anchor starts by CPython's tree: both list statements in
         source order."""
         if self._starts_of is None:
@@ -199,7 +199,7 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
                 taken += len(node.body)
             if anchor is not None:
                 anchor_of[node] = anchor
-            stack.extend((child, anchor) for child in reversed(children(node)))
+            stack.extend((child, anchor) for child in reversed(children(node, fields)))
         if stack or taken != len(starts):
             self._everything()
             return {}
@@ -255,16 +255,6 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
             return ""
         start = self._line_starts[line - 1]
         return self._text[start : start + byte_column].encode("utf-8")[:byte_column].decode("utf-8", errors="ignore")
-
-
-def children_of(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """The children the walk visits (whitespace and punctuation left out)."""
-    return children(node)
-
-
-def every_child(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """Every child, whitespace and punctuation included."""
-    return children(node, every_field)
 
 
 def _shifted(place: CodeRange, lines: int) -> CodeRange:
