@@ -41,8 +41,10 @@ from ddplint.result import FileResult
 #: Below this many files to lint, a process pool costs more than it saves.
 MIN_FILES_FOR_POOL = 8
 #: Rounds of re-linting files whose imported facts changed (each round can
-#: only add facts; real import chains settle in one or two).
-MAX_PROJECT_ROUNDS = 4
+#: only add facts; real import chains settle in one or two). A chain of
+#: calls through modules that were not linted as per-rank code before takes
+#: a round per module (each is linted as such once its callers are known).
+MAX_PROJECT_ROUNDS = 8
 
 
 @functools.cache  # once per process: a long-lived caller (tests, an editor) must not freeze its garbage

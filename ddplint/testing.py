@@ -29,6 +29,7 @@ from ddplint.engine import check_source
 from ddplint.engine.positions import resolve_positions
 from ddplint.engine.walker import Walker
 from ddplint.model import Finding
+from ddplint.project.facts import NO_FACTS, FileFacts
 from ddplint.engine.context import FileContext
 
 __all__ = ["ModelOf", "lint", "model_of", "walk_snippet"]
@@ -150,14 +151,17 @@ def walk_snippet(
     settings: Settings | None = None,
     path: str = "t.py",
     as_analysis: bool = False,
+    facts: FileFacts = NO_FACTS,
 ) -> tuple[FileContext, P | None]:
     """`source` walked once with the analyses `requires` names and the visitor
     `probe(ctx)` builds, which asks them during the walk (run as a rule, or
     with `as_analysis` among the analyses); an error in any is raised, not
-    reported. Returns the model and the visitor."""
+    reported. `facts` are what the whole-project analysis would know of its
+    imports and callers. Returns the model and the visitor."""
     module = cst.parse_module(source)
     stack: list[cst.CSTNode] = []
-    ctx = FileContext(path, source, module, settings or Settings(rules=frozenset()), stack, requires=requires)
+    settings = settings or Settings(rules=frozenset())
+    ctx = FileContext(path, source, module, settings, stack, requires=requires, facts=facts)
     visitor = probe(ctx) if probe is not None else None
     visitors = [visitor] if visitor is not None else []
 
@@ -171,10 +175,11 @@ def walk_snippet(
     return ctx, visitor
 
 
-def model_of(source: str, path: str = "snippet.py") -> ModelOf:
-    """The model of `source` with every analysis, after the walk (answers are final)."""
+def model_of(source: str, path: str = "snippet.py", facts: FileFacts = NO_FACTS) -> ModelOf:
+    """The model of `source` with every analysis, after the walk (answers are
+    final); `facts` as `walk_snippet` takes them."""
     settings = Settings(rules=frozenset(), preview=True)
-    ctx, recorder = walk_snippet(source, _Recorder, OPTIONAL_ANALYSES, settings, path, as_analysis=True)
+    ctx, recorder = walk_snippet(source, _Recorder, OPTIONAL_ANALYSES, settings, path, as_analysis=True, facts=facts)
     assert recorder is not None
     module = ctx.module
     positions = resolve_positions(module)

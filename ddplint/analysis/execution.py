@@ -74,11 +74,26 @@ class ExecutionModel:
         #: are elsewhere): where facts from the callers' modules could matter.
         self.asked_unknown: set[cst.FunctionDef] = set()
         self._body_entries: set[cst.FunctionDef] | None = None
+        self._local: dict[cst.FunctionDef, Runs] | None = None
+        self._entry_names: dict[cst.FunctionDef, str] | None = None
+        self._bounds: dict[cst.FunctionDef, dict[str, Runs]] | None = None
 
     # ------------------------------------------------------------ answers
 
     def runs(self, site: Site) -> Runs:
         """Who executes `site` (final after the walk)."""
+        special = self._special(site)
+        if special is not None:
+            return special
+        base = self.function_runs(site.function)
+        if base not in _LEVEL:
+            return base
+        return smaller(base, self.guards_runs(site.guards))
+
+    def _special(self, site: Site) -> Runs | None:
+        """Who executes `site` when the guards around it, not its function's
+        runners, decide: a one-process run, the launcher, a dead branch,
+        module-level code of a module that is not per-rank code."""
         if site.single_process:
             return Runs.SINGLE
         if self._launcher_code(site.function, site.path, site.main_block):
@@ -87,10 +102,30 @@ class ExecutionModel:
             return Runs.UNKNOWN
         if site.function is None and not self._module_level_per_rank():
             return Runs.UNKNOWN
-        base = self.function_runs(site.function)
-        if base not in _LEVEL:
-            return base
-        return smaller(base, self.guards_runs(site.guards))
+        return None
+
+    def runs_by_entry(self, site: Site) -> tuple[tuple[str, Runs], ...]:
+        """Who executes `site` on many ranks (`Runs.many`) as a function of who
+        calls the module's entries (`entry_names`) from other modules, with no
+        question recorded: ``("", runs)`` where the module's own code decides
+        (its entry points, its module-level code), ``(entry, runs)`` where a
+        call of `entry` made by every rank would (by ``ALL_BUT_ONE``: the
+        smaller of the two). The most ranks over all of them is `runs(site)`
+        given those callers (widest paths: the smallest guard on each path,
+        the largest over paths), so the project composes them across modules."""
+        if self._special(site) is not None:
+            return ()
+        guards = self.guards_runs(site.guards)
+        found = []
+        local = None if site.function is None else self._local_workers().get(site.function)
+        own = smaller(local, guards) if local is not None else (guards if site.function is None else None)
+        if own is not None and own.many:
+            found.append(("", own))
+        for entry, bound in self.entry_bounds().get(site.function, {}).items() if site.function is not None else ():
+            runs = smaller(bound, guards)
+            if runs.many and (own is None or _LEVEL[runs] > _LEVEL[own]):
+                found.append((entry, runs))
+        return tuple(found)
 
     def _dead(self, guards: Iterable[Guard]) -> bool:
         """A branch no call of the function takes: `if safe_serialization:`
@@ -185,11 +220,18 @@ class ExecutionModel:
             self._workers = self._solve_workers()
         return self._workers
 
-    def _solve_workers(self, local: bool = True) -> dict[cst.FunctionDef, Runs]:
-        """`workers`; with `local` False, only what the callers in other modules reach."""
+    def _local_workers(self) -> dict[cst.FunctionDef, Runs]:
+        """`workers` as if no other module called the module's functions."""
+        if self._local is None:
+            self._local = self._solve_workers(elsewhere=False) if self.rank.facts.callers else self.workers()
+        return self._local
+
+    def _solve_workers(self, local: bool = True, elsewhere: bool = True) -> dict[cst.FunctionDef, Runs]:
+        """`workers`; with `local` False, only what the callers in other
+        modules reach; with `elsewhere` False, without those callers."""
         graph = self.graph
         runs: dict[cst.FunctionDef, Runs] = {f: Runs.ALL for f in self._entry_points()} if local else {}
-        for function, called in self._called_from_elsewhere():
+        for function, called in self._called_from_elsewhere() if elsewhere else ():
             runs[function] = larger(runs.get(function, called), called)
         # Each function: the most ranks any call of it reaches (a caller's ranks,
         # narrowed by the guards around the call and around the definition).
@@ -229,11 +271,15 @@ class ExecutionModel:
         """Whether other modules call `function` per rank, directly or through
         the module's functions they call (whole-project facts): the program
         around it is theirs."""
-        if function is None or not self.rank.facts.callers:
+        if function is None:
             return False
-        if self._external_workers is None:
-            self._external_workers = self._solve_workers(local=False)
-        return function in self._external_workers
+        if self.rank.facts.callers:
+            if self._external_workers is None:
+                self._external_workers = self._solve_workers(local=False)
+            if function in self._external_workers:
+                return True
+        self.asked_unknown.add(function)  # callers elsewhere would change the answer
+        return False
 
     def _called_from_elsewhere(self) -> list[tuple[cst.FunctionDef, Runs]]:
         """The caller -> callee direction across modules: top-level functions
@@ -242,30 +288,72 @@ class ExecutionModel:
         callers = self.rank.facts.callers
         if not callers:
             return []
-        found = []
-        body = self.rank.ctx.module.body
-        for name, runs in callers.items():
-            owner, _, method = name.rpartition(".")
-            for function in self.graph.functions.get(method, ()):
-                cls = self.graph.class_of(function)
-                if owner:  # `Class.method`: called through an instance of a top-level class
-                    if cls is not None and cls.name.value == owner and cls in body and function in cls.body.body:
-                        found.append((function, Runs[runs]))
-                elif cls is None and function in self.top_level_functions():
-                    found.append((function, Runs[runs]))
-        return found
+        return [(function, Runs[callers[name]]) for function, name in self.entry_names().items() if name in callers]
+
+    def entry_names(self) -> dict[cst.FunctionDef, str]:
+        """The functions other modules can call, by the name they call them:
+        top-level functions, and the methods of top-level classes (through
+        an instance) as ``Class.method``."""
+        if self._entry_names is None:
+            body = self.rank.ctx.module.body
+            top = self.top_level_functions()
+            names: dict[cst.FunctionDef, str] = {}
+            for functions in self.graph.functions.values():
+                for function in functions:
+                    cls = self.graph.class_of(function)
+                    if cls is None and function in top:
+                        names[function] = function.name.value
+                    elif cls is not None and cls in body and function in cls.body.body:
+                        names[function] = f"{cls.name.value}.{function.name.value}"
+            self._entry_names = names
+        return self._entry_names
+
+    def entry_bounds(self) -> dict[cst.FunctionDef, dict[str, Runs]]:
+        """For each function, the entries (`entry_names`) whose calls by every
+        rank would make it run on many ranks, with the most ranks such a call
+        reaches it on (the guards on the way narrow it)."""
+        if self._bounds is not None:
+            return self._bounds
+        graph = self.graph
+        edges: dict[cst.FunctionDef, list[tuple[cst.FunctionDef, Runs]]] = {}
+        for reference in graph.references:
+            caller = reference.function
+            if caller is None or reference.launch or reference.single:
+                continue  # module-level calls and launches run whoever calls the entries; one-process runs never many
+            if self._launcher_code(caller, reference.path, reference.main_block):
+                continue
+            guards = self.guards_runs(reference.guards)
+            for target in graph.targets_of(reference):
+                here = guards
+                if target in graph.defined_under:
+                    here = smaller(here, self.guards_runs(graph.defined_under[target]))
+                if here.many:
+                    edges.setdefault(caller, []).append((target, here))
+        bounds: dict[cst.FunctionDef, dict[str, Runs]] = {f: {name: Runs.ALL} for f, name in self.entry_names().items()}
+        todo = list(bounds)
+        while todo:
+            caller = todo.pop()
+            reached = bounds[caller]
+            for target, here in edges.get(caller, ()):
+                known = bounds.setdefault(target, {})
+                grew = False
+                for entry, bound in reached.items():
+                    runs = smaller(bound, here)
+                    if runs.many and (entry not in known or _LEVEL[runs] > _LEVEL[known[entry]]):
+                        known[entry] = runs
+                        grew = True
+                if grew:
+                    todo.append(target)
+        self._bounds = bounds
+        return bounds
 
     def unknown_top_level(self) -> tuple[str, ...]:
-        """The names of the top-level functions whose runners a question
-        found unknown (`asked_unknown`), and of the methods of top-level
-        classes so found, as ``Class.method``."""
-        names = {f.name.value for f in self.asked_unknown & self.top_level_functions()}
-        body = self.rank.ctx.module.body
-        for function in self.asked_unknown:
-            cls = self.graph.class_of(function)
-            if cls is not None and cls in body and function in cls.body.body:
-                names.add(f"{cls.name.value}.{function.name.value}")
-        return tuple(sorted(names))
+        """The entries (`entry_names`) whose callers in other modules would
+        change an answer given: those that reach, through the module's calls,
+        a function whose runners a question found unknown (`asked_unknown`)."""
+        names = self.entry_names()
+        reaching = closure(self.asked_unknown, _calls(self.graph))
+        return tuple(sorted({names[f] for f in reaching if f in names}))
 
     def top_level_functions(self) -> set[cst.FunctionDef]:
         """The module's top-level functions (those other modules import)."""

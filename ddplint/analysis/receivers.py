@@ -189,12 +189,15 @@ def imported_method_names(func: cst.BaseExpression, ctx: ModelView) -> frozenset
     after ``meter = RunningMean()`` and ``from tools.meters import RunningMean``):
     the name under which the project's facts about the method are kept.
 
-    The receiver's values are followed (`ModelView.origins`: locals,
-    ``self.x`` that a method assigns, parameters); every one of them must be
-    a call of an imported name, else the receiver's type is not known."""
+    The receiver is such a call itself (``RunningMean().synchronize()``), or
+    its values are followed (`ModelView.origins`: locals, ``self.x`` that a
+    method assigns, parameters); every one of them must be a call of an
+    imported name, else the receiver's type is not known."""
     if not isinstance(func, cst.Attribute):
         return frozenset()
     receiver = func.value
+    if isinstance(receiver, cst.Call):  # `Pipeline(folder).setup()`: the instance, used at once
+        return frozenset(f"{q}.{func.attr.value}" for q in ctx.scopes.imported_qualnames(receiver.func))
     if isinstance(receiver, cst.Name):
         if ctx.scopes.imported_qualnames(receiver) or not ctx.values_of(receiver):
             return frozenset()  # a module (`utils.f`) or an unbound name: not an instance

@@ -147,7 +147,9 @@ def _lint_module(
             summary = dataclasses.replace(summary, per_rank_calls=collector.per_rank_calls())
     if summary is not None and ctx.runs("rank") and ctx.in_distributed_context:
         # Which of its functions' runners its lint asked about: facts about others change nothing.
-        summary = dataclasses.replace(summary, runs_unknown=ctx.rank.execution.unknown_top_level())
+        summary = dataclasses.replace(
+            summary, runs_unknown=ctx.rank.execution.unknown_top_level(), distributed_by_text=ctx.distributed_by_text
+        )
     return FileResult(findings, tuple(notices), parsed=True, summary=summary)
 
 

@@ -21,6 +21,7 @@ from ddplint.analysis.classes import imported_bases
 from ddplint.analysis.collectives import CollectiveChains, Performer, collective_name, in_lazy_initialization
 from ddplint.analysis.data import dataset_kind
 from ddplint.analysis.execution import Runs
+from ddplint.analysis.guards import larger
 from ddplint.analysis.file_io import writes_a_path
 from ddplint.analysis.loops import is_step
 from ddplint.analysis.rank_zero import replaces_print, sets_print
@@ -220,25 +221,31 @@ class SummaryCollector:
         rank = tuple(sorted(q for q in consulted if not _external(q)))
         return rank, tuple(sorted(q for q in self.called if not _external(q))), self._collective_relevant()
 
-    def per_rank_calls(self) -> tuple[tuple[str, str], ...]:
-        """Imported names the module calls on many ranks (`Runs.many`), with
-        who makes the call, in a module that runs per rank: their callee runs
-        there too. A call with a rank-dependent argument is left out (the
-        callee may write `ckpt_{rank}.pt`, seed with the rank: its lint cannot
-        see the argument)."""
+    def per_rank_calls(self) -> tuple[tuple[str, str, str], ...]:
+        """Imported names the module calls on many ranks (`Runs.many`), in a
+        module that runs per rank: their callee runs there too. Each as
+        (name, entry, runs), who makes the call as a function of who calls
+        the module's entries (`ExecutionModel.runs_by_entry`): the project
+        follows chains of calls through modules without linting them again.
+        A call with a rank-dependent argument is left out (the callee may
+        write `ckpt_{rank}.pt`, seed with the rank: its lint cannot see the
+        argument)."""
         ctx = self.ctx
         if not (self.linted_sites and ctx.runs("rank") and ctx.in_distributed_context):
             return ()
         rank = ctx.rank
-        found: dict[str, str] = {}
+        found: dict[tuple[str, str], Runs] = {}
         for names, site in self.linted_sites:
-            runs = rank.runs(site)
-            if not runs.many or rank.is_rank_dependent(site.deps) or rank.staggered(site.guards):
+            if rank.is_rank_dependent(site.deps) or rank.staggered(site.guards):
                 continue  # (`with torch_distributed_zero_first(rank):` orders what the callee does)
-            for name in names:
-                if found.get(name) != Runs.ALL.name:
-                    found[name] = runs.name
-        return tuple(sorted(found.items()))
+            for entry, runs in rank.execution.runs_by_entry(site):
+                for name in names:
+                    found[(name, entry)] = larger(found.get((name, entry), runs), runs)
+        own = {name: runs for (name, entry), runs in found.items() if not entry}
+        return tuple(sorted(
+            (name, entry, runs.name) for (name, entry), runs in found.items()
+            if not entry or name not in own or larger(own[name], runs) is not own[name]
+        ))  # fmt: skip
 
     def _collective_relevant(self) -> tuple[str, ...]:
         """Imported names called under a rank guard, or in a function that a

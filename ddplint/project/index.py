@@ -17,6 +17,7 @@ from typing import Callable, Iterable, Mapping
 
 from ddplint.analysis.calls import switched_off
 from ddplint.analysis.collectives import COLLECTIVE_FUNCTIONS, COLLECTIVE_MODULES, COLLECTIVE_QUALNAMES
+from ddplint.analysis.guards import Runs, larger, smaller
 from ddplint.analysis.rank import RANK_FUNCTIONS, is_conventional_rank_call
 from ddplint.paths import message_path
 from ddplint.project.facts import Fact, FileFacts
@@ -254,21 +255,35 @@ class ProjectIndex:
 
     def _callers(self) -> dict[str, dict[str, str]]:
         """The caller -> callee direction: for each module, its top-level
-        functions that other modules call on many ranks, and who runs them
-        (the most ranks over the calls: one per-rank caller is enough). Who
-        runs the callee's own calls is its lint's answer, given these: a chain
-        of modules is followed one module per project round."""
-        found: dict[str, dict[str, str]] = {}
+        functions (and methods, ``Class.method``) that other modules call on
+        many ranks, and who runs them (the most ranks over the calls: one
+        per-rank caller is enough). Each module reports who makes its calls
+        as a function of who calls its own entries (`ModuleSummary.per_rank_calls`),
+        so chains of calls through modules are followed here, to a fixed point."""
+        calls: dict[str, list[tuple[str, str, str, Runs]]] = {}  # caller -> (entry, callee, symbol, bound)
         for entry in self.entries:
-            for raw, runs in entry.summary.per_rank_calls or ():
+            for raw, via, runs in entry.summary.per_rank_calls or ():
                 name = self.absolute(raw, entry)
                 target = self.lookup(name) if name else None
                 if target is None or target[0] is entry or target[1] not in target[0].summary.defined:
                     continue
-                known = found.setdefault(target[0].display, {})
-                if known.get(target[1]) != "ALL":
-                    known[target[1]] = runs
-        return found
+                calls.setdefault(entry.display, []).append((via, target[0].display, target[1], Runs[runs]))
+        found: dict[str, dict[str, Runs]] = {}
+        todo = list(calls)
+        while todo:
+            module = todo.pop()
+            known = found.get(module, {})
+            for via, callee, symbol, bound in calls.get(module, ()):
+                if via:
+                    caller = known.get(via)
+                    if caller is None:
+                        continue
+                    bound = smaller(caller, bound)
+                runs = found.setdefault(callee, {})
+                if symbol not in runs or larger(runs[symbol], bound) is not runs[symbol]:
+                    runs[symbol] = bound
+                    todo.append(callee)
+        return {module: {symbol: runs.name for symbol, runs in symbols.items()} for module, symbols in found.items()}
 
     def fact(self, found: tuple[ModuleEntry, str] | None) -> Fact | None:
         return self.facts.get((found[0].display, found[1])) if found else None

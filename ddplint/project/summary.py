@@ -96,29 +96,40 @@ class ModuleSummary:
     #: other modules call per rank runs per rank (`FileFacts.callers`).
     defined: tuple[str, ...] = ()
     #: Imported names the module calls on many ranks with rank-independent
-    #: arguments, each with who makes the call (a `Runs` member's name). None:
-    #: to be filled in by the walk (a module that imports linted ones).
-    per_rank_calls: tuple[tuple[str, str], ...] | None = ()
-    #: The top-level functions whose runners its lint asked about and found
-    #: unknown (callers elsewhere). None: not known (a module not linted as
-    #: distributed code: any caller fact may change its findings).
+    #: arguments, as (name, entry, runs): who makes the call (a `Runs`
+    #: member's name), where the module's own code decides (entry ``""``) or
+    #: at most, when other modules call its `entry` on every rank
+    #: (`ExecutionModel.runs_by_entry`). None: to be filled in by the walk (a
+    #: module that imports linted ones).
+    per_rank_calls: tuple[tuple[str, str, str], ...] | None = ()
+    #: The entries (top-level functions, ``Class.method``) whose callers in
+    #: other modules would change an answer its lint gave (`unknown_top_level`).
+    #: None: not known (a module not linted as distributed code: any caller
+    #: fact may change its findings).
     runs_unknown: tuple[str, ...] | None = None
+    #: Whether its own text shows distributed code: else its module-level code
+    #: runs per rank only while no other module calls its functions.
+    distributed_by_text: bool = True
+
+    #: Top-level functions the module does not call whose own body shows that
+    #: every rank runs them (`ExecutionModel.body_entries`): judged as such
+    #: unless another module imports or calls them.
+    entries: tuple[str, ...] = ()
 
     def needs_callers(self, callers: Mapping[str, str], before: Mapping[str, str]) -> bool:
         """Whether who runs its functions (`FileFacts.callers`, changed from
-        `before`) could change its findings or the per-rank calls it reports."""
+        `before`) could change its findings (not the per-rank calls it
+        reports: those hold who calls its entries as a variable)."""
         changed = {name for name in {*callers, *before} if callers.get(name) != before.get(name)}
         if not changed:
             return False
         if self.runs_unknown is None or self.per_rank_calls is None:
             return True
-        # A function its lint found unknown, or one whose runners came from
-        # the callers' facts it had then (`before`): those answers change.
+        if not self.distributed_by_text and bool(callers) != bool(before):
+            return True  # its module-level code runs per rank now, or no longer
+        # An entry that reaches a function its lint found unknown, or one whose
+        # runners came from the callers' facts it had then (`before`): those answers change.
         return bool(changed & (set(self.runs_unknown) | set(before)))
-    #: Top-level functions the module does not call whose own body shows that
-    #: every rank runs them (`ExecutionModel.body_entries`): judged as such
-    #: unless another module imports or calls them.
-    entries: tuple[str, ...] = ()
 
     def with_symbols(self, symbols: Mapping[str, Symbol]) -> ModuleSummary:
         return replace(self, symbols={k: v for k, v in symbols.items() if not v.empty})
@@ -172,6 +183,7 @@ class ModuleSummary:
             "defined": list(self.defined),
             "per_rank_calls": None if self.per_rank_calls is None else [list(c) for c in self.per_rank_calls],
             "runs_unknown": None if self.runs_unknown is None else list(self.runs_unknown),
+            "distributed_by_text": self.distributed_by_text,
             "entries": list(self.entries),
         }
 
@@ -184,8 +196,9 @@ class ModuleSummary:
         return cls(
             symbols, aliases, stars, None if exports is None else tuple(exports), None if uses is None else tuple(uses),
             None if consulted is None else tuple(consulted), tuple(data["called"]), tuple(data["collective_called"]),
-            tuple(data.get("defined", ())), None if calls is None else tuple((q, runs) for q, runs in calls),
+            tuple(data.get("defined", ())), None if calls is None else tuple((q, e, runs) for q, e, runs in calls),
             None if (unknown := data.get("runs_unknown")) is None else tuple(unknown),
+            data.get("distributed_by_text", True),
             tuple(data.get("entries", ())),
         )  # fmt: skip
 
