@@ -78,6 +78,8 @@ class ValueFlow:
         #: holds in a class's methods, by (class, attribute); a parameter's arguments, by (param,)
         self._followed: dict[tuple, tuple[cst.CSTNode, ...]] = {}
         self._call_functions: dict[int, cst.FunctionDef | None] | None = None
+        #: calls by the name they call: ``"step"`` for ``x.step()``, ``"()step"`` for ``step()``
+        self._by_name: dict[str, list[tuple[int, cst.Call, cst.FunctionDef | None]]] | None = None
         self._index(module)
         #: names of the methods of the module's classes (`x.append()` is none of them)
         self.method_names = frozenset(f.name.value for f in self.owner)
@@ -273,12 +275,7 @@ class ValueFlow:
         found = []
         complete = True
         if not escaped:
-            for call, function in self.calls:
-                func = call.func
-                if func.__class__ is cst.Attribute and func.attr.value != name:
-                    continue  # `obj.other()` runs methods named `other` only
-                if func.__class__ is cst.Name and func.value != name and name != "__init__":
-                    continue  # `other()` runs what `other` is bound to: a def binds its own name (a class, `__init__`)
+            for call, function in self._calls_naming(name):
                 if id(call) in self._resolving:  # its targets are not known yet: no answer, and none kept
                     complete = False
                     continue
@@ -291,6 +288,25 @@ class ValueFlow:
         else:
             del self._callers[target]
         return result
+
+    def _calls_naming(self, name: str) -> list[tuple[cst.Call, cst.FunctionDef | None]]:
+        """The calls that may run a function or method called `name`, in source
+        order: ``obj.name()`` runs methods named `name` only, ``name()`` what
+        `name` is bound to (a def binds its own name), and ``__init__`` runs
+        for a call of any name (a class)."""
+        if self._by_name is None:
+            self._by_name = {}
+            for position, (call, function) in enumerate(self.calls):
+                func = call.func
+                if func.__class__ is cst.Attribute:
+                    self._by_name.setdefault(func.attr.value, []).append((position, call, function))
+                elif func.__class__ is cst.Name:
+                    self._by_name.setdefault("()" + func.value, []).append((position, call, function))
+        found = [*self._by_name.get(name, ()), *self._by_name.get("()" + name, ())]
+        if name == "__init__":
+            found += [c for key, calls in self._by_name.items() if key[:2] == "()" and key != "()__init__" for c in calls]
+        found.sort(key=lambda entry: entry[0])
+        return [(call, function) for _, call, function in found]
 
     # ------------------------------------------------------------ values
 
