@@ -14,6 +14,7 @@ is neither).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from ddplint.knowledge import DEEPSPEED_ENGINE, DEEPSPEED_INITIALIZE, DEEPSPEED_OPTIMIZER
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from ddplint.analysis.view import ModelView
 
 _DEPTH = 8
+_INITIALIZE = re.compile(r"\binitialize\b")
 #: Methods whose result carries no graph back to the engine.
 _DETACHING = frozenset({"detach", "item", "tolist", "numpy"})
 
@@ -39,8 +41,9 @@ class DeepSpeedParts:
         self.targets: dict[str, set[int]] = {}
         #: id(function) -> whether it calls the engine's own backward/step/scale
         self._driven: dict[int, bool] = {}
-        # A call of `initialize` spells the word, however it was imported or aliased: most modules are not walked.
-        for node in descendants(ctx.module) if "initialize" in ctx.source else ():
+        # A call of `initialize` spells the word, however it was imported or aliased (`initialized`,
+        # `reinitialize` are other words): most modules are not walked.
+        for node in descendants(ctx.module) if _INITIALIZE.search(ctx.source) else ():
             if self.initializes(node):
                 self.calls.setdefault(id(node), {})
             if isinstance(node, cst.Assign) and self.initializes(node.value):

@@ -217,7 +217,7 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 return None
         self._tree = None  # read once: the starts are what it was for
-        return sorted((s.lineno, s.col_offset) for s in ast.walk(tree) if isinstance(s, ast.stmt))
+        return sorted(_statement_positions(tree))
 
     def _place(self, anchor: cst.CSTNode, node: cst.CSTNode, stop: bool) -> CodeRange | None:
         """Generate `anchor`'s code (with `stop`, only up to `node`) and shift it into place."""
@@ -264,3 +264,23 @@ def _shifted(place: CodeRange, lines: int) -> CodeRange:
         CodePosition(place.start.line + lines, place.start.column),
         CodePosition(place.end.line + lines, place.end.column),
     )
+
+
+#: What holds statements in CPython's tree (a `try`'s handlers, a `match`'s cases).
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _statement_positions(tree: ast.Module) -> list[tuple[int, int]]:
+    """Where each statement of `tree` starts, descending only through the
+    fields that hold statements (a tenth of the nodes: no expression holds one)."""
+    found: list[tuple[int, int]] = []
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.stmt):
+            found.append((node.lineno, node.col_offset))
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list and value and isinstance(value[0], _BLOCKS):
+                todo.extend(value)
+    return found
