@@ -89,9 +89,12 @@ class _Task:
     path: Path | None = None
     data: bytes | None = None
 
-    def with_facts(self, facts: FileFacts, cache: Cache | None) -> _Task:
+    def with_facts(self, facts: FileFacts, cache: Cache | None, layout: ModuleSummary | None = None) -> _Task:
+        """The task again with `facts`; `layout`, what its first lint read of
+        the file's imports (the same bytes: the key stays one of the bytes)."""
         key = self.cache_key("facts:" + facts.digest()) if cache else None
-        return dataclasses.replace(self, project=dataclasses.replace(self.project, facts=facts), key=key)
+        project = dataclasses.replace(self.project, facts=facts, layout=layout or self.project.layout)
+        return dataclasses.replace(self, project=project, key=key)
 
     def cache_key(self, extra: str = "") -> str:
         """The cache entry of this lint: the file's bytes and name, the
@@ -240,6 +243,8 @@ def _lint_project(
         ModuleEntry(task.display, names, is_package, result.summary or ModuleSummary())
         for task, (names, is_package), result in zip(tasks, named, results)
     ]
+    # A re-lint reads the file's imports from its first lint (a file that did not compile has no summary).
+    layouts = [result.summary.layout() if result.summary is not None else None for result in results]
     used = [NO_FACTS] * len(tasks)
     text_of = _text_reader(tasks)
     uses_of = _attribute_uses_reader(text_of)
@@ -267,7 +272,7 @@ def _lint_project(
             break
         todo = list(changed)
         for i in todo:
-            tasks[i] = tasks[i].with_facts(changed[i], cache)
+            tasks[i] = tasks[i].with_facts(changed[i], cache, layouts[i])
         rerun = _cached_run([tasks[i] for i in todo], jobs, cache)
         moved = False
         for i, result in zip(todo, rerun):
@@ -386,7 +391,7 @@ def single_file_facts(index: ProjectIndex | None, path: Path, text: str, roots: 
     tree = python_ast(text, str(path))
     if isinstance(tree, SourceProblem):
         return NO_FACTS
-    summary, _ = imports_summary(tree)
+    summary = imports_summary(tree)
     summary = dataclasses.replace(summary, uses=attribute_uses(text, summary.aliases))
     resolved = resolve_files([path])
     names, is_package = module_names(resolved[0], project_roots(roots, resolved))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from collections import Counter
@@ -14,6 +15,8 @@ from test_fixtures import compare, expectations, known_misses
 from ddplint import runner
 from ddplint.cache import Cache
 from ddplint.config.resolver import ConfigResolver
+from ddplint.engine import check_bytes
+from ddplint.project.facts import ProjectRole
 from ddplint.project.index import ModuleEntry, ProjectIndex, module_names
 from ddplint.project.summary import ModuleSummary
 from ddplint.rule import all_rules
@@ -295,3 +298,24 @@ def test_messages_never_carry_an_absolute_path(tmp_path, monkeypatch) -> None:
     (finding,) = [f for f in report.findings if f.rule == "DDP001"]
     assert "from util/misc.py:35" in finding.message
     assert str(tmp_path) not in finding.message
+
+
+def test_a_relint_given_what_the_first_lint_read_answers_as_one_reading_the_file_again() -> None:
+    """Re-lints take the file's imports and definitions from its first lint
+    (`ProjectRole.layout`: no CPython tree read again): the same findings and
+    summary as a re-lint that reads them itself, in every fixture project."""
+    relinted = 0
+    for root in PROJECTS:
+        resolver = ConfigResolver(cwd=root)
+        found = runner.discover([root], resolver)
+        tasks = [runner._found_task(s, resolver, True, ProjectRole(summarize=True)) for s in found.files]
+        _, _, last = runner._lint_project(tasks, [root], resolver, jobs=1, cache=None)
+        for task in last:
+            if task.project.layout is None:
+                continue
+            relinted += 1
+            data = task.read()
+            carried = check_bytes(task.display, data, task.settings, task.prefilter, task.project)
+            again = dataclasses.replace(task.project, layout=None)
+            assert carried == check_bytes(task.display, data, task.settings, task.prefilter, again), task.display
+    assert relinted >= len(PROJECTS) // 2, relinted  # the facts of most projects re-lint a file

@@ -83,20 +83,25 @@ def check_source(
     if too_costly is not None:  # time and memory grow with the lines and tokens (LibCST's most): bound them
         return FileResult(notices=(too_costly,))
     facts = project.facts
-    # CPython's tree where the summary reads its imports; else the check alone, cheaper.
-    checked = python_ast(text, path) if project.summarize else syntax_problem(text, path)
-    if isinstance(checked, SourceProblem):
-        return FileResult(_syntax_findings(path, checked, settings, text))
-    tree = checked
+    layout = project.layout if project.summarize else None
+    # CPython's tree where the summary reads its imports (unless a first lint of the same
+    # bytes did, which also compiled them); else the check alone, cheaper.
+    if layout is None:
+        checked = python_ast(text, path) if project.summarize else syntax_problem(text, path)
+        if isinstance(checked, SourceProblem):
+            return FileResult(_syntax_findings(path, checked, settings, text))
+        tree = checked
+    else:
+        tree = None
     every_rule = _visitor_rules(settings.rules)
     scan = TextScan(text)
     # Other modules call its functions on many ranks, or it tests its rank with a
     # project helper of any name (`first_in_job()`): distributed code.
     per_rank = bool(facts.callers) or facts.rank_helper
     rules = applicable(every_rule, scan, settings.rank_names, bool(facts.facts), per_rank) if prefilter else every_rule
-    imports, lines, walk_for_summary = None, {}, False
-    if project.summarize and tree is not None:
-        imports, lines = imports_summary(tree)
+    imports, walk_for_summary = None, False
+    if project.summarize and (tree is not None or layout is not None):
+        imports = layout if layout is not None else imports_summary(tree)
         if project.importer:  # only a module that imports linted ones has facts to filter by use
             imports = dataclasses.replace(imports, uses=None)  # read by the index where it matters
             if per_rank or scan.distributed:  # its per-rank calls make its callees per-rank
@@ -120,7 +125,7 @@ def check_source(
         return FileResult(unused_noqa(path, text, settings), summary=imports)
     from ddplint.engine.lint import lint_text  # LibCST: only for a file some rule applies to
 
-    return lint_text(path, text, settings, rules, facts, imports, lines, walk_for_summary, tree)
+    return lint_text(path, text, settings, rules, facts, imports, walk_for_summary, tree)
 
 
 def _syntax_findings(

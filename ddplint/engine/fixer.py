@@ -10,7 +10,7 @@ leaves the file as it was.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ddplint.config.settings import Settings
 from ddplint.engine import check_source
@@ -57,6 +57,7 @@ def fix_source(
     `first` is the lint of `text` when the caller has it already.
     """
     original = first if first is not None else check_source(path, text, settings, project=project)
+    project = replace(project, layout=None)  # the fixed text's imports are its own
     result, current, rules = original, text, []
     for _ in range(MAX_PASSES):
         chosen = _non_overlapping([f for f in result.findings if applicable(f, unsafe)], current)

@@ -48,12 +48,11 @@ def lint_text(
     rules: tuple[type[Rule], ...],
     facts: FileFacts = NO_FACTS,
     summary: ModuleSummary | None = None,
-    lines: dict[str, int] | None = None,
     symbols: bool = False,
     tree: ast.Module | None = None,
 ) -> FileResult:
     """Parse `text` (which CPython accepts) and lint it with `rules` in one
-    walk; `summary`, `lines`, `symbols` and `tree` as for `_lint_module`."""
+    walk; `summary`, `symbols` and `tree` as for `_lint_module`."""
     with _recursion_limit(_DEEP_RECURSION):
         try:
             module = parse_module(text)
@@ -66,7 +65,7 @@ def lint_text(
             return FileResult(notices=(Notice(path, note, NoticeLevel.ERROR),), summary=summary)
         except RecursionError:
             return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.ERROR),), summary=summary)
-        return _lint_module(path, text, module, settings, rules, facts, summary, lines, symbols, tree)
+        return _lint_module(path, text, module, settings, rules, facts, summary, symbols, tree)
 
 
 @contextlib.contextmanager
@@ -90,7 +89,6 @@ def _lint_module(
     rules: tuple[type[Rule], ...],
     facts: FileFacts = NO_FACTS,
     summary: ModuleSummary | None = None,
-    lines: dict[str, int] | None = None,
     symbols: bool = False,
     tree: ast.Module | None = None,
 ) -> FileResult:
@@ -135,7 +133,7 @@ def _lint_module(
         return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.ERROR),), parsed=True)
     if collector is not None and summary is not None:
         if symbols:
-            summary = summary.with_symbols(collector.symbols(lines or {}))
+            summary = summary.with_symbols(collector.symbols(summary.lines))
             # Callers elsewhere can only take findings away: a module without any needs no relint for
             # them, unless it has none because of them (then the index must go on giving them).
             keep = bool(findings) or bool(facts.called_elsewhere)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
+
+if TYPE_CHECKING:
+    from ddplint.project.summary import ModuleSummary
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,10 @@ class ProjectRole:
     summarize: bool = False
     imported: bool = True
     importer: bool = True
+    #: What the file's first lint read of its imports and definitions
+    #: (`ModuleSummary.layout`), for a re-lint of the same bytes: it reads no
+    #: CPython tree again (the bytes compiled then).
+    layout: ModuleSummary | None = None
 
 
 #: A file linted on its own.

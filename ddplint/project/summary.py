@@ -115,6 +115,10 @@ class ModuleSummary:
     #: every rank runs them (`ExecutionModel.body_entries`): judged as such
     #: unless another module imports or calls them.
     entries: tuple[str, ...] = ()
+    #: The line of each top-level definition (``Class.method`` too), for the
+    #: facts' locations: read from CPython's tree with the imports, and handed
+    #: to the file's re-lints with them (`ProjectRole.layout`).
+    lines: Mapping[str, int] = field(default_factory=dict)
 
     def needs_callers(self, callers: Mapping[str, str], before: Mapping[str, str]) -> bool:
         """Whether who runs its functions (`FileFacts.callers`, changed from
@@ -130,6 +134,13 @@ class ModuleSummary:
         # An entry that reaches a function its lint found unknown, or one whose
         # runners came from the callers' facts it had then (`before`): those answers change.
         return bool(changed & (set(self.runs_unknown) | set(before)))
+
+    def layout(self) -> ModuleSummary:
+        """What `imports_summary` read of the module (its imports, re-exports,
+        definitions and their lines), without what its lint added."""
+        return ModuleSummary(
+            aliases=self.aliases, stars=self.stars, exports=self.exports, defined=self.defined, lines=self.lines
+        )
 
     def with_symbols(self, symbols: Mapping[str, Symbol]) -> ModuleSummary:
         return replace(self, symbols={k: v for k, v in symbols.items() if not v.empty})
@@ -185,6 +196,7 @@ class ModuleSummary:
             "runs_unknown": None if self.runs_unknown is None else list(self.runs_unknown),
             "distributed_by_text": self.distributed_by_text,
             "entries": list(self.entries),
+            "lines": dict(self.lines),
         }
 
     @classmethod
@@ -200,6 +212,7 @@ class ModuleSummary:
             None if (unknown := data.get("runs_unknown")) is None else tuple(unknown),
             data.get("distributed_by_text", True),
             tuple(data.get("entries", ())),
+            dict(data.get("lines", {})),
         )  # fmt: skip
 
 
@@ -225,7 +238,7 @@ def _symbol_from_json(data: Mapping[str, Any]) -> Symbol:
 _DEFAULT = Symbol()
 
 
-def imports_summary(tree: ast.Module) -> tuple[ModuleSummary, dict[str, int]]:
+def imports_summary(tree: ast.Module) -> ModuleSummary:
     """The imports, re-exports and ``__all__`` of a module, and the line of
     each top-level definition, from CPython's tree."""
     aliases: dict[str, str] = {}
@@ -260,8 +273,9 @@ def imports_summary(tree: ast.Module) -> tuple[ModuleSummary, dict[str, int]]:
                         defined.append(f"{node.name}.{member.name}")
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             exports = _string_list(node.value)
-    summary = ModuleSummary(aliases=aliases, stars=tuple(stars), exports=exports, defined=tuple(dict.fromkeys(defined)))
-    return summary, lines
+    return ModuleSummary(
+        aliases=aliases, stars=tuple(stars), exports=exports, defined=tuple(dict.fromkeys(defined)), lines=lines
+    )
 
 
 def attribute_uses(text: str, aliases: Mapping[str, str]) -> tuple[str, ...]:
