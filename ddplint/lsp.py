@@ -50,8 +50,9 @@ from ddplint.cache import Cache, default_cache_dir
 from ddplint.model import Applicability, Finding, Severity, Span
 from ddplint.result import FileResult
 from ddplint.paths import project_root
-from ddplint.project.facts import NO_FACTS, FileFacts, ProjectRole
+from ddplint.project.facts import NO_FACTS, FileFacts
 from ddplint.project.index import ProjectIndex
+from ddplint.project.role import ProjectRole
 from ddplint.reading import buffer_notice
 from ddplint.runner import project_index, single_file_facts, tune_gc
 from ddplint.rule import get_rule

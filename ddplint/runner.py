@@ -29,10 +29,11 @@ from ddplint.config.settings import Settings
 from ddplint.discovery import SourceFile, discover
 from ddplint.fixing import FixMode, fix_file
 from ddplint.model import Notice
-from ddplint.project.facts import ALONE, NO_FACTS, Fact, FileFacts, ProjectRole
+from ddplint.project.facts import NO_FACTS, Fact, FileFacts
 from ddplint.project.imports import imported_names
 from ddplint.project.index import ModuleEntry, ModuleNamer, ProjectIndex, module_names, project_roots, resolve_files
 from ddplint.project.summary import ModuleSummary, attribute_uses, imports_summary
+from ddplint.project.role import ALONE, ProjectRole
 from ddplint.reading import read_source, unreadable_notice
 from ddplint.report import Report
 from ddplint.result import FileResult

@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", (
         "ddplint.model", "ddplint.lazy", "ddplint.paths", "ddplint.sizes", "ddplint.textedit",
         "ddplint.typecheck", "ddplint.measured", "ddplint.solver", "ddplint.reading", "ddplint.result", "ddplint.version",
-        "ddplint.config.settings", "ddplint.project.facts", "ddplint.project.summary", "ddplint.project.imports",
+        "ddplint.config.settings", "ddplint.project.facts", "ddplint.project.summary", "ddplint.project.role", "ddplint.project.imports",
     )),
     # Vocabularies: which APIs are rank sources, collectives, writers, ...
     ("knowledge", ("ddplint.knowledge", "ddplint.analysis.probe")),

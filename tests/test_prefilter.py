@@ -20,7 +20,8 @@ from conftest import FIXTURES
 from ddplint.rule import all_rules_settings
 from ddplint.engine import check_source
 from ddplint.engine.prefilter import DISTRIBUTED_TEXT, TextScan, applicable, context_probe, summary_worthy
-from ddplint.project.facts import NO_FACTS, Fact, FileFacts, ProjectRole
+from ddplint.project.facts import NO_FACTS, Fact, FileFacts
+from ddplint.project.role import ProjectRole
 from ddplint.result import FileResult
 from ddplint.rule import all_rules
 

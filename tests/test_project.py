@@ -16,7 +16,7 @@ from ddplint import runner
 from ddplint.cache import Cache
 from ddplint.config.resolver import ConfigResolver
 from ddplint.engine import check_bytes
-from ddplint.project.facts import ProjectRole
+from ddplint.project.role import ProjectRole
 from ddplint.project.index import ModuleEntry, ProjectIndex, module_names
 from ddplint.project.summary import ModuleSummary
 from ddplint.rule import all_rules

@@ -20,7 +20,7 @@ from ddplint.engine.notebook import NOTEBOOK_SUFFIX, NotebookError, read_noteboo
 from ddplint.engine.prefilter import TextScan, applicable, summary_worthy
 from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast, syntax_problem
 from ddplint.model import Finding, Notice, NoticeLevel
-from ddplint.project.facts import ALONE, ProjectRole
+from ddplint.project.role import ALONE, ProjectRole
 from ddplint.project.summary import imports_summary
 from ddplint.reading import shape_notice, too_large_note
 from ddplint.result import FileResult

@@ -17,7 +17,7 @@ from ddplint.engine import check_source
 from ddplint.result import FileResult
 from ddplint.engine.source import syntax_problem
 from ddplint.model import Applicability, Finding, Notice, NoticeLevel
-from ddplint.project.facts import ALONE, ProjectRole
+from ddplint.project.role import ALONE, ProjectRole
 from ddplint.textedit import LineIndex, apply_edits, disjoint
 
 MAX_PASSES = 10

@@ -5,10 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Mapping
-
-if TYPE_CHECKING:
-    from ddplint.project.summary import ModuleSummary
+from typing import Iterable, Mapping
 
 
 @dataclass(frozen=True)
@@ -117,25 +114,3 @@ class FileFacts:
 
 
 NO_FACTS = FileFacts()
-
-
-@dataclass(frozen=True)
-class ProjectRole:
-    """What the whole-project analysis asks of one file's lint: the facts of
-    its imports, whether to return its `ModuleSummary` (`summarize`), whether
-    another linted file imports it (then the summary holds the facts of its
-    own functions and classes), and whether it imports another linted file
-    (else no facts can reach it)."""
-
-    facts: FileFacts = NO_FACTS
-    summarize: bool = False
-    imported: bool = True
-    importer: bool = True
-    #: What the file's first lint read of its imports and definitions
-    #: (`ModuleSummary.layout`), for a re-lint of the same bytes: it reads no
-    #: CPython tree again (the bytes compiled then).
-    layout: ModuleSummary | None = None
-
-
-#: A file linted on its own.
-ALONE = ProjectRole()
