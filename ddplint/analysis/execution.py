@@ -70,6 +70,7 @@ class ExecutionModel:
         self._external_workers: dict[cst.FunctionDef, Runs] | None = None
         self._parent: set | None = None
         self._repeated: set | None = None
+        self._training: set | None = None
         #: Functions whose runners some question found unknown (their callers
         #: are elsewhere): where facts from the callers' modules could matter.
         self.asked_unknown: set[cst.FunctionDef] = set()
@@ -458,13 +459,16 @@ class ExecutionModel:
         return any(loop in training for loop in loops)
 
     def _training_loops(self) -> set:
-        """Loops that take a step, loops around them, and loops calling a function that trains."""
+        """Loops that take a step, loops around them, and loops calling a function that trains (read once)."""
+        if self._training is not None:
+            return self._training
         graph = self.graph
         trains = closure(graph.trains, _calls(graph))
         loops = set(graph.training_loops)
         for reference in graph.references:
             if not reference.launch and any(t in trains for t in graph.targets_of(reference)):
                 loops.update(reference.loops)
+        self._training = loops
         return loops
 
     def _repeated_functions(self) -> set:
