@@ -65,6 +65,9 @@ class ValueFlow:
         #: names (and ``.attr`` names) used as values rather than called
         self.escaped: set[str] = set()
         self._locals: dict[cst.FunctionDef, tuple[dict, set]] = {}
+        #: function -> (name, attribute) -> the values its body assigns to ``<name>.<attribute>``
+        #: (read in the same walk as its local names: ``self.x = ...`` in a method)
+        self._attributes: dict[cst.FunctionDef, dict[tuple[str, str], list[cst.BaseExpression]]] = {}
         self._callers: dict[cst.FunctionDef, list | None] = {}
         self._targets: dict[int, tuple] = {}
         self._nesting = 0
@@ -72,8 +75,6 @@ class ValueFlow:
         self._methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = {}
         self._bases: dict[cst.ClassDef, list[cst.ClassDef]] = {}
         self._returned: dict[cst.FunctionDef, list | None] = {}
-        #: method -> attribute -> the values its body assigns to ``self.<attribute>`` (one walk per method)
-        self._assigned: dict[cst.FunctionDef, dict[str, list[cst.BaseExpression]]] = {}
         #: Origins that hold wherever they are asked (top-level queries only): what ``self.<attribute>``
         #: holds in a class's methods, by (class, attribute); a parameter's arguments, by (param,)
         self._followed: dict[tuple, tuple[cst.CSTNode, ...]] = {}
@@ -141,14 +142,17 @@ class ValueFlow:
             return cached
         values: dict[str, list] = {}
         opaque: set[str] = set()
+        attributes: dict[tuple[str, str], list[cst.BaseExpression]] = {}
         for node in descendants(function.body, into_functions=False):
             kind = node.__class__  # LibCST's node classes are final: `is` instead of its slow ABC isinstance
             if kind is cst.Assign:
                 for target in node.targets:
                     _collect_target(target.target, node.value, values, opaque)
+                    _collect_attribute(target.target, node.value, attributes)
             elif kind is cst.AnnAssign or kind is cst.NamedExpr:
                 if node.value is not None:
                     _collect_target(node.target, node.value, values, opaque)
+                    _collect_attribute(node.target, node.value, attributes)
             elif kind is cst.FunctionDef or kind is cst.ClassDef:
                 values.setdefault(node.name.value, []).append(node)
             elif kind is cst.For or kind is cst.AugAssign:
@@ -159,7 +163,14 @@ class ValueFlow:
             elif kind is cst.Import or kind is cst.ImportFrom or kind is cst.Global or kind is cst.Nonlocal:
                 opaque.update(n.value for n in descendants(node) if isinstance(n, cst.Name))
         self._locals[function] = (values, opaque)
+        self._attributes[function] = attributes
         return values, opaque
+
+    def _attribute_bindings(self, function: cst.FunctionDef) -> dict[tuple[str, str], list[cst.BaseExpression]]:
+        """(name, attribute) -> the values `function`'s body assigns to ``<name>.<attribute>``."""
+        if function not in self._attributes:
+            self._local_bindings(function)
+        return self._attributes[function]
 
     # ------------------------------------------------------------ calls
 
@@ -472,9 +483,7 @@ class ValueFlow:
                 positional = positional_parameters(method)
                 if not positional or _is_static(method):
                     continue
-                if method not in self._assigned:
-                    self._assigned[method] = _self_assignments(method, positional[0])
-                for value in self._assigned[method].get(attr, ()):
+                for value in self._attribute_bindings(method).get((positional[0], attr), ()):
                     assigned = True
                     self._follow(value, method, found, seen, depth)
         if not assigned:
@@ -502,16 +511,7 @@ def _is_static(function: cst.FunctionDef) -> bool:
     return any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in function.decorators)
 
 
-def _self_assignments(method: cst.FunctionDef, receiver: str) -> dict[str, list[cst.BaseExpression]]:
-    """The values of every ``<receiver>.<attr> = value`` in a method body, by attribute."""
-    found: dict[str, list[cst.BaseExpression]] = {}
-    for node in descendants(method.body, into_functions=False):
-        targets: tuple = ()
-        if isinstance(node, cst.Assign):
-            targets = tuple(t.target for t in node.targets)
-        elif isinstance(node, cst.AnnAssign) and node.value is not None:
-            targets = (node.target,)
-        for target in targets:
-            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == receiver:
-                found.setdefault(target.attr.value, []).append(node.value)
-    return found
+def _collect_attribute(target: cst.BaseExpression, value: cst.BaseExpression, attributes: dict) -> None:
+    """``<name>.<attr> = value``, by (name, attr)."""
+    if target.__class__ is cst.Attribute and target.value.__class__ is cst.Name:
+        attributes.setdefault((target.value.value, target.attr.value), []).append(value)
