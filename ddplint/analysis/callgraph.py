@@ -117,6 +117,7 @@ class CallGraph:
         self.methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = defaultdict(dict)
         self.owner: dict[cst.FunctionDef, cst.ClassDef] = {}
         self.references: list[Reference] = []
+        self._calls_of: dict[cst.FunctionDef, list[Reference]] | None = None
         #: Functions (and classes) whose own code shows they run once per rank.
         self.evidence: set[cst.CSTNode] = set()
         #: Loops that take an optimisation step, and functions that do.
@@ -269,6 +270,20 @@ class CallGraph:
             return reference.targets + tuple(f for f in found if f is not None)
         return reference.targets
 
+    def calls_to(self, function: cst.FunctionDef) -> list[Reference]:
+        """The module's calls of `function` (launches left out), in walk order
+        (after the walk, from an index built when first asked)."""
+        if not self.rank.final:
+            return [r for r in self.references if not r.launch and function in self.targets_of(r)]
+        if self._calls_of is None:
+            calls_of: dict[cst.FunctionDef, list[Reference]] = {}
+            for reference in self.references:
+                if not reference.launch:
+                    for target in dict.fromkeys(self.targets_of(reference)):
+                        calls_of.setdefault(target, []).append(reference)
+            self._calls_of = calls_of
+        return self._calls_of.get(function, [])
+
     def class_of(self, function: cst.FunctionDef) -> cst.ClassDef | None:
         return self.owner.get(function)
 
@@ -296,7 +311,7 @@ class CallGraph:
         if owner is None:
             return None
         function, index = owner
-        calls = [r for r in self.references if not r.launch and function in self.targets_of(r)]
+        calls = self.calls_to(function)
         if not calls:
             return None
         positional = (*function.params.posonly_params, *function.params.params)

@@ -161,6 +161,9 @@ class RankView(Protocol):
 
     ctx: ModelView
     single_process: SingleProcessCode
+    #: Whether the walk is over (rank answers, and what the call graph
+    #: indexes from its references, are final only then).
+    final: bool
 
     def deps(self, node: cst.CSTNode, depth: int = 0) -> Deps: ...
 

@@ -92,8 +92,6 @@ class RankAnalysis:
         self.attribute_values: dict[str, list[cst.BaseExpression]] = defaultdict(list)
         self.staggered_functions: set[str] = set()
         self._solved: dict | None = None
-        #: The calls of each module function (launches left out), read once after the walk.
-        self._calls_of: dict[cst.FunctionDef, list[Reference]] | None = None
         #: A parameter was first asked after `_solved` was computed.
         self._unsolved = False
         #: Parameters whose rank dependence some expression hinges on.
@@ -580,17 +578,6 @@ class RankAnalysis:
             return True
         return any(f in known and _is_property(f) for f in self.functions.get(name, ())) or None
 
-    def _calls_to(self, function: cst.FunctionDef) -> list[Reference]:
-        """The module's calls of `function` (not launches), in walk order (after the walk)."""
-        if self._calls_of is None:
-            calls_of: dict[cst.FunctionDef, list[Reference]] = {}
-            for reference in self.references:
-                if not reference.launch:
-                    for target in dict.fromkeys(self.graph.targets_of(reference)):
-                        calls_of.setdefault(target, []).append(reference)
-            self._calls_of = calls_of
-        return self._calls_of.get(function, [])
-
     def _bound_to_rank(self, param: cst.Param, solved: Mapping) -> bool:
         """Whether every call of the parameter's function in the module passes
         it a rank-dependent value (and there is at least one)."""
@@ -599,7 +586,7 @@ class RankAnalysis:
             return False
         function, index = owner
         name = param.name.value
-        calls = self._calls_to(function)
+        calls = self.graph.calls_to(function)
         if not calls:
             return False
         positional = (*function.params.posonly_params, *function.params.params)
