@@ -94,7 +94,7 @@ class _Task:
         """The task again with `facts`; `layout`, what its first lint read of
         the file's imports (the same bytes: the key stays one of the bytes)."""
         key = self.cache_key("facts:" + facts.digest()) if cache else None
-        project = dataclasses.replace(self.project, facts=facts, layout=layout or self.project.layout)
+        project = dataclasses.replace(self.project, facts=facts, layout=layout)
         return dataclasses.replace(self, project=project, key=key)
 
     def cache_key(self, extra: str = "") -> str:

@@ -118,11 +118,11 @@ class ExecutionModel:
             return ()
         guards = self.guards_runs(site.guards)
         found = []
-        local = None if site.function is None else self._local_workers().get(site.function)
-        own = smaller(local, guards) if local is not None else (guards if site.function is None else None)
+        base = Runs.ALL if site.function is None else self._local_workers().get(site.function)  # module level: all
+        own = None if base is None else smaller(base, guards)
         if own is not None and own.many:
             found.append(("", own))
-        for entry, bound in self.entry_bounds().get(site.function, {}).items() if site.function is not None else ():
+        for entry, bound in self.entry_bounds().get(site.function, {}).items():  # (none for module level)
             runs = smaller(bound, guards)
             if runs.many and (own is None or _LEVEL[runs] > _LEVEL[own]):
                 found.append((entry, runs))

@@ -83,25 +83,23 @@ def check_source(
     if too_costly is not None:  # time and memory grow with the lines and tokens (LibCST's most): bound them
         return FileResult(notices=(too_costly,))
     facts = project.facts
-    layout = project.layout if project.summarize else None
-    # CPython's tree where the summary reads its imports (unless a first lint of the same
-    # bytes did, which also compiled them); else the check alone, cheaper.
-    if layout is None:
+    # The summary's imports: from the first lint of the same bytes (which also compiled
+    # them), else from CPython's tree; without a summary, the syntax check alone, cheaper.
+    tree, imports = None, project.layout if project.summarize else None
+    if imports is None:
         checked = python_ast(text, path) if project.summarize else syntax_problem(text, path)
         if isinstance(checked, SourceProblem):
             return FileResult(_syntax_findings(path, checked, settings, text))
-        tree = checked
-    else:
-        tree = None
+        if checked is not None:
+            tree, imports = checked, imports_summary(checked)
     every_rule = _visitor_rules(settings.rules)
     scan = TextScan(text)
     # Other modules call its functions on many ranks, or it tests its rank with a
     # project helper of any name (`first_in_job()`): distributed code.
     per_rank = bool(facts.callers) or facts.rank_helper
     rules = applicable(every_rule, scan, settings.rank_names, bool(facts.facts), per_rank) if prefilter else every_rule
-    imports, walk_for_summary = None, False
-    if project.summarize and (tree is not None or layout is not None):
-        imports = layout if layout is not None else imports_summary(tree)
+    walk_for_summary = False
+    if imports is not None:
         if project.importer:  # only a module that imports linted ones has facts to filter by use
             imports = dataclasses.replace(imports, uses=None)  # read by the index where it matters
             if per_rank or scan.distributed:  # its per-rank calls make its callees per-rank

@@ -110,7 +110,6 @@ class ModuleSummary:
     #: Whether its own text shows distributed code: else its module-level code
     #: runs per rank only while no other module calls its functions.
     distributed_by_text: bool = True
-
     #: Top-level functions the module does not call whose own body shows that
     #: every rank runs them (`ExecutionModel.body_entries`): judged as such
     #: unless another module imports or calls them.
