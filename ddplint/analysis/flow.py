@@ -10,11 +10,12 @@ on first use, so it answers for any function, not only the one being walked.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Iterator
 
 from ddplint.analysis.calls import bind_to_function, positional_parameters
 from ddplint.analysis.hierarchy import class_methods, module_bases
-from ddplint.analysis.tree import children, descendants
+from ddplint.analysis.tree import children, descendants, statement_nodes
 from ddplint.lazy import cst
 
 #: How many steps (a name, a parameter, an attribute, a return) one answer follows.
@@ -51,8 +52,11 @@ class ValueFlow:
     if distributed else RandomSampler(..)``).
     """
 
-    def __init__(self, module: cst.Module, module_names: dict) -> None:
+    def __init__(self, module: cst.Module, module_names: dict, walrus: bool = True) -> None:
         self.module_names = module_names
+        #: Whether the module may bind names inside expressions (``(x := v)``): else a
+        #: function's bindings are read from its statements alone (`statement_nodes`).
+        self._body_nodes = partial(descendants, into_functions=False) if walrus else statement_nodes
         #: function -> the class whose body defines it (methods only)
         self.owner: dict[cst.FunctionDef, cst.ClassDef] = {}
         #: function -> the function it is nested in
@@ -143,7 +147,7 @@ class ValueFlow:
         values: dict[str, list] = {}
         opaque: set[str] = set()
         attributes: dict[tuple[str, str], list[cst.BaseExpression]] = {}
-        for node in descendants(function.body, into_functions=False):
+        for node in self._body_nodes(function.body):
             kind = node.__class__  # LibCST's node classes are final: `is` instead of its slow ABC isinstance
             if kind is cst.Assign:
                 for target in node.targets:

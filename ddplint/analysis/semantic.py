@@ -193,7 +193,7 @@ class SemanticModel:
     def flow(self) -> ValueFlow:
         """Values followed across the module's functions and classes (built on first use)."""
         if self._flow is None:
-            self._flow = ValueFlow(self.module, self.scopes.final_module_names)
+            self._flow = ValueFlow(self.module, self.scopes.final_module_names, walrus=":=" in self.source)
         return self._flow
 
     @property

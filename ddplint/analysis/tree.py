@@ -67,6 +67,30 @@ def descendants(node: cst.CSTNode, into_functions: bool = True) -> Iterator[cst.
         stack.append(iter(children(child)))
 
 
+#: Node class -> whether it is an expression (`statement_nodes` does not enter it).
+_is_expression: dict[type, bool] = {}
+
+
+def statement_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`descendants(node, into_functions=False)` without what lies inside
+    expressions (each expression itself is yielded): every statement, its
+    targets and values, in source order, at a fraction of the nodes. Only a
+    walrus (``(x := v)``) binds a name inside an expression."""
+    stack = [iter(children(node))]
+    while stack:
+        child = next(stack[-1], None)
+        if child is None:
+            stack.pop()
+            continue
+        yield child
+        cls = child.__class__
+        leaf = _is_expression.get(cls)
+        if leaf is None:
+            leaf = _is_expression[cls] = issubclass(cls, (cst.BaseExpression, cst.FunctionDef, cst.ClassDef))
+        if not leaf:
+            stack.append(iter(children(child)))
+
+
 _every_field: dict[type, tuple[str, ...]] = {}
 
 
