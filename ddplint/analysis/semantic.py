@@ -71,6 +71,7 @@ class SemanticModel:
         wanted = set(requires)
         self._optional = {name: analysis(self) for name, analysis in OPTIONAL_ANALYSES.items() if name in wanted}
         self._flow: ValueFlow | None = None
+        self._origins: dict[tuple[int, ...], tuple[cst.CSTNode, ...]] = {}
         self._per_rank_values: PerRankValues | None = None
         self._rank_advice: RankAdvice | None = None
         self._collective_calls: CollectiveCalls | None = None
@@ -212,11 +213,17 @@ class SemanticModel:
         values = self.scopes.values_of(node) if isinstance(node, cst.Name) else ()
         if not values:
             return self.flow.origins(node, function)
-        found: dict[int, cst.CSTNode] = {}
-        for value in values:
-            for origin in self.flow.origins(value, function):
-                found[id(origin)] = origin
-        return tuple(found.values())
+        # A name's bindings, read from one function, hold the same origins at each of its uses
+        # (`parser.add_argument(...)` forty times): followed once (the module's nodes live as long as this model).
+        key = (id(function), *map(id, values))
+        known = self._origins.get(key)
+        if known is None:
+            found: dict[int, cst.CSTNode] = {}
+            for value in values:
+                for origin in self.flow.origins(value, function):
+                    found[id(origin)] = origin
+            known = self._origins[key] = tuple(found.values())
+        return known
 
     def imported_callees(self, func: cst.BaseExpression) -> frozenset[str]:
         """The qualified names through which a call of `func` may reach an
