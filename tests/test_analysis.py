@@ -199,11 +199,32 @@ class _OriginsProbe:
             "    def get(self, i):\n        return self.rows\n",
             ["pickle.load(f)"],
         ),
+        # a caller's binding under nested blocks (read from its statements), and one inside an
+        # expression (a walrus: the module's expressions are read too)
+        (
+            "def use(x):\n    probe(x)\ndef main():\n    with ctx():\n        try:\n            for i in range(3):\n"
+            "                loader = DataLoader(ds)\n        finally:\n            pass\n    use(loader)\n",
+            ["DataLoader(ds)"],
+        ),
+        (
+            "def use(x):\n    probe(x)\ndef main():\n    if (loader := DataLoader(ds)) is not None:\n        use(loader)\n",
+            ["DataLoader(ds)"],
+        ),
     ],
 )
 def test_value_origins(source: str, expected) -> None:
     _, (probe,) = walk(source, _OriginsProbe)
     assert probe.seen == [expected]
+
+
+def test_value_origins_of_one_name_in_several_functions() -> None:
+    """A name's origins are those of its bindings seen from the function that reads it, asked once or often."""
+    source = (
+        "def use(x):\n    probe(x)\n    probe(x)\ndef other(x):\n    probe(x)\n"
+        "use(Loader())\nother(Sampler())\n"
+    )
+    _, (probe,) = walk(source, _OriginsProbe)
+    assert probe.seen == [["Loader()"], ["Loader()"], ["Sampler()"]]
 
 
 @pytest.mark.parametrize(
