@@ -40,6 +40,12 @@ def test_words_probe_is_a_word_boundary_search(text: str, words: list[str]) -> N
     assert Probe.of_words(words).matches(text, words_of(text)) is expected  # the prefilter's way: one scan per file
 
 
+@given(st.one_of(st.text(st.characters(max_codepoint=127)), st.text(), TEXTS))
+def test_words_of_are_the_runs_of_word_characters(text: str) -> None:
+    """Split at the other characters (ASCII text) or searched (any other), the words are those of ``\\w+``."""
+    assert words_of(text) == frozenset(re.findall(r"\w+", text))
+
+
 @given(TEXTS)
 def test_distributed_probe_matches_its_expression(text: str) -> None:
     expression = re.compile(

@@ -86,8 +86,16 @@ _WORD = re.compile(r"\w+")
 def words_of(text: str) -> frozenset[str]:
     """Every run of word characters in `text`: a word probe's needle occurs
     as a whole word exactly when it is one of them (one scan of the text for
-    all the probes of a file, instead of a search per needle)."""
+    all the probes of a file, instead of a search per needle). An ASCII text
+    (most source) is split at its other characters, twice as fast as the
+    regular expression; ``\\w`` decides beyond ASCII."""
+    if text.isascii():
+        return frozenset(text.translate(_ASCII_NON_WORD).split())
     return frozenset(_WORD.findall(text))
+
+
+#: Every ASCII character that is not a word character (``\\w``), as a space.
+_ASCII_NON_WORD = str.maketrans({chr(c): " " for c in range(128) if not re.fullmatch(r"\w", chr(c))})
 
 
 def _has_word(text: str, word: str) -> bool:
