@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import AbstractSet, Iterable
+from typing import AbstractSet, Callable, Iterable
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,11 +38,15 @@ class Probe:
         """Any of `needles` anywhere."""
         return cls(tuple(sorted(needles)))
 
-    def matches(self, text: str, words: AbstractSet[str] | None = None) -> bool:
+    def matches(
+        self, text: str, words: AbstractSet[str] | None = None, contains: Callable[[str], bool] | None = None
+    ) -> bool:
         """Whether `text` matches; `words` (`words_of(text)`, when the caller
-        has it) answers for the needles that are whole words at once."""
+        has it) answers for the needles that are whole words at once, and
+        `contains` (``needle in text``, remembered by a caller that asks many
+        probes) for the others."""
         if not self.words:
-            found = any(needle in text for needle in self.needles)
+            found = any(map(contains, self.needles)) if contains else any(needle in text for needle in self.needles)
         elif words is not None:
             found = not words.isdisjoint(self._plain) or any(_has_word(text, word) for word in self._other)
         else:
@@ -65,8 +69,10 @@ class AnyOf:
 
     probes: tuple[Probe | AllOf, ...]
 
-    def matches(self, text: str, words: AbstractSet[str] | None = None) -> bool:
-        return any(probe.matches(text, words) for probe in self.probes)
+    def matches(
+        self, text: str, words: AbstractSet[str] | None = None, contains: Callable[[str], bool] | None = None
+    ) -> bool:
+        return any(probe.matches(text, words, contains) for probe in self.probes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,8 +81,10 @@ class AllOf:
 
     probes: tuple[Probe, ...]
 
-    def matches(self, text: str, words: AbstractSet[str] | None = None) -> bool:
-        return all(probe.matches(text, words) for probe in self.probes)
+    def matches(
+        self, text: str, words: AbstractSet[str] | None = None, contains: Callable[[str], bool] | None = None
+    ) -> bool:
+        return all(probe.matches(text, words, contains) for probe in self.probes)
 
 
 #: A run of word characters: what ``\\b...\\b`` delimits.

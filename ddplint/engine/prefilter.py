@@ -53,13 +53,21 @@ class TextScan:
         self._found: dict[Probe | AnyOf | AllOf, bool] = {}
         self._distributed: bool | None = None
         self._words: frozenset[str] | None = None
+        #: needle -> whether the text contains it (the probes share needles: `barrier` is in five)
+        self._contains: dict[str, bool] = {}
 
     def has(self, probe: Probe | AnyOf | AllOf) -> bool:
         found = self._found.get(probe)
         if found is None:
             if self._words is None:
                 self._words = words_of(self.text)
-            found = self._found[probe] = probe.matches(self.text, self._words)
+            found = self._found[probe] = probe.matches(self.text, self._words, self._has_substring)
+        return found
+
+    def _has_substring(self, needle: str) -> bool:
+        found = self._contains.get(needle)
+        if found is None:
+            found = self._contains[needle] = needle in self.text
         return found
 
     @property
