@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ddplint.engine import suppression
 from ddplint.engine.suppression import Suppressions
@@ -69,3 +71,44 @@ def test_add_noqa_merges_and_is_idempotent() -> None:
 def test_comments_are_read_by_the_tokenizer_not_from_strings() -> None:
     source = "x = '# noqa'  # noqa: DDP001\ny = '''\n# not a comment\n'''\n# last\n"
     assert [(c.line, c.text) for c in suppression.source_comments(source)] == [(1, "# noqa: DDP001"), (5, "# last")]
+
+
+# Pieces of source around directives: comments and strings holding them, codes of ddplint and of
+# other tools, line breaks inside and between them.
+_PIECES = st.sampled_from([
+    "x = 1", "  ", "\n", "\r\n", ",", ":", " ", "'", '"', '"""', "'''", "\\\n", "#", "# ", "noqa", "NOQA", "# noqa",
+    "#noqa:", "# noqa: ", "E501", "F401", "D", "DDP0", "DDP001", "ddp014", "DDP100", "B", "x1", "# ddplint: noqa",
+    "ddplint", "f'", "rb'", "\f", "\t",
+])  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, max_size=14).map("".join))
+def test_the_raw_text_holds_every_directive_its_comments_do(text: str) -> None:
+    """The cheap checks that skip tokenizing may say yes where no comment holds a directive
+    (a string does), never no where one does."""
+    from ddplint.engine.noqa import _names_ddplint_codes
+
+    found = Suppressions.from_source(text)
+    directives = [*found.by_line.values(), *found.file_wide]
+    if any(d.covers("DDP001") or d.covers("DDP100") or d.covers("DDP014") for d in directives):
+        assert suppression.may_suppress(text)
+    if any(d.codes and any(c.startswith("DDP") for c in d.codes) for d in directives):
+        assert _names_ddplint_codes(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "may"),
+    [
+        ("import os  # noqa: F401\nx = 1  # noqa: E501\n", False),  # other tools' codes only: no tokenizing
+        ("x = '# noqa'\n", True),  # a string: the raw text cannot tell, the tokenizer will
+        ("x = 1  # noqa\n", True),
+        ("x = 1  # noqa: E501, DDP014\n", True),
+        ("x = 1  # NOQA:ddp0\n", True),  # a prefix of every DDP0xx code
+        ("# ddplint: noqa\n", True),
+        ("x = 1\n", False),
+        ("x = 1  # noqa:\nE501 = 2\n", True),  # a blanket directive (its codes do not go on past the line)
+    ],
+)
+def test_may_suppress(text: str, may: bool) -> None:
+    assert suppression.may_suppress(text) is may

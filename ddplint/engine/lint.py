@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
-import re
 import sys
 from typing import Iterator
 
@@ -24,7 +23,7 @@ from ddplint.engine.findings import make_finding
 from ddplint.engine.fixes import resolve_fix
 from ddplint.engine.noqa import unused_noqa
 from ddplint.engine.positions import Positions, to_span
-from ddplint.engine.suppression import Suppressions
+from ddplint.engine.suppression import Suppressions, may_suppress
 from ddplint.engine.walker import Walker
 from ddplint.lazy import parse_module
 from ddplint.model import Finding, Notice, NoticeLevel, Related, Span
@@ -37,7 +36,6 @@ from ddplint.rule import PendingFinding, Rule
 
 _DEEP_RECURSION = 10_000
 #: Only comments that mention it can suppress anything: most files need no comment scan.
-_NOQA = re.compile("noqa", re.IGNORECASE)
 _TOO_DEEP = "nested too deeply for ddplint's analysis (Python accepts it); not linted"
 
 
@@ -162,7 +160,7 @@ def _finalize(
 ) -> tuple[Finding, ...]:
     """The findings of `pending`; `used` gets the (line, code) of the directives that suppressed them."""
     positions = Positions(module, text, tree)
-    suppressions = Suppressions.from_source(text) if _NOQA.search(text) else Suppressions.from_comments((), text)
+    suppressions = Suppressions.from_source(text) if may_suppress(text) else Suppressions.from_comments((), text)
     lines = text.splitlines()
     findings = []
     def span_of(node: cst.CSTNode) -> Span:

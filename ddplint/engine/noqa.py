@@ -14,7 +14,13 @@ from typing import Iterable
 
 from ddplint.config.settings import Settings
 from ddplint.engine.findings import make_finding
-from ddplint.engine.suppression import Comment, Suppressions, directive_codes, source_comments
+from ddplint.engine.suppression import (
+    Comment,
+    Suppressions,
+    directive_codes,
+    raw_directives,
+    source_comments,
+)
 from ddplint.model import Edit, Finding, Fix, Span
 from ddplint.rule import get_rule
 
@@ -26,7 +32,7 @@ def unused_noqa(
 ) -> tuple[Finding, ...]:
     """The DDP100 findings of a file whose findings used the (line, code)
     directives in `used` (none: nothing was suppressed)."""
-    if UNUSED_NOQA not in settings.rules or "noqa" not in text.lower():
+    if UNUSED_NOQA not in settings.rules or not _names_ddplint_codes(text):
         return ()
     rule = get_rule(UNUSED_NOQA)
     assert rule is not None
@@ -62,6 +68,12 @@ def unused_noqa(
         suppressed = own.match(UNUSED_NOQA, (comment.line,))
         findings.append(make_finding(rule, settings, message, path, span, lines, fix=fix, suppressed=suppressed))
     return tuple(findings)
+
+
+def _names_ddplint_codes(text: str) -> bool:
+    """Whether a directive of `text` may name a DDP code (the only ones judged),
+    read from the raw text (which holds every directive a comment does)."""
+    return any(codes and any(code.startswith("DDP") for code in codes) for codes in raw_directives(text))
 
 
 def _removal(comment: Comment, match, codes: tuple[str, ...], unused: list[str], lines: list[str]) -> Edit:

@@ -25,7 +25,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Iterator
 
 _CODES = r"(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*)"
 _LINE_RE = re.compile(r"#\s*noqa(?::\s*" + _CODES + r")?", re.IGNORECASE)
@@ -126,6 +126,34 @@ def comment_lines(text: str) -> dict[int, int]:
             result[line] = end
         previous = end
     return result
+
+
+#: `_LINE_RE` kept within one line: what it finds in a comment, it finds at the same place of the raw text.
+_RAW_LINE_RE = re.compile(
+    r"#[^\S\r\n]*noqa(?::[^\S\r\n]*(?P<codes>[A-Z]+[0-9]+(?:(?:[^\S\r\n]|,)+[A-Z]+[0-9]+)*))?", re.IGNORECASE
+)
+_DDPLINT = re.compile("ddplint", re.IGNORECASE)
+
+
+def raw_directives(text: str) -> Iterator[tuple[str, ...] | None]:
+    """The codes (None: blanket) of every ``# noqa`` in the raw text, strings
+    included: each directive a comment holds is among them (a string that
+    mentions one only adds to them), so a text whose raw directives all name
+    other tools' codes (``# noqa: E501``) needs no tokenizing for ddplint's."""
+    for match in _RAW_LINE_RE.finditer(text):
+        yield _codes(match)
+
+
+def may_suppress(text: str) -> bool:
+    """Whether a comment of `text` may silence a ddplint finding: a file-wide
+    ``# ddplint: noqa``, a blanket ``# noqa``, or a code that is a prefix of a
+    ddplint code (``DDP0``). Cheap: no tokenizing."""
+    if _DDPLINT.search(text) is not None and _NOQA_WORD.search(text) is not None:
+        return True
+    return any(codes is None or any(code.startswith("D") for code in codes) for codes in raw_directives(text))
+
+
+_NOQA_WORD = re.compile("noqa", re.IGNORECASE)
 
 
 def _tokens(text: str) -> list[tokenize.TokenInfo]:
