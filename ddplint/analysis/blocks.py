@@ -92,18 +92,34 @@ def _leaves(statement: cst.CSTNode, returns: bool) -> bool:
     return False
 
 
-def nested_exits(block: cst.CSTNode, child: cst.CSTNode) -> Iterator[tuple[cst.If, cst.CSTNode]]:
+def nested_exits(
+    block: cst.CSTNode, child: cst.CSTNode, cache: dict | None = None
+) -> Iterator[tuple[cst.If, cst.CSTNode]]:
     """``if <test>:`` statements before `child` in `block` whose body leaves
     the function from deeper inside (``if is_master: if exists(log): return -1``),
     with that `return`/`sys.exit()`: the rest of the block is reached only by
-    the processes that did not leave. Early exits proper are `early_exits`."""
-    for statement in block.body:
-        if statement is child:
+    the processes that did not leave. Early exits proper are `early_exits`.
+    With a per-file `cache`, each block is scanned once (every node under a
+    long function body asks about the statements before it)."""
+    key = (id(block), "nested")
+    found = cache.get(key) if cache is not None else None
+    if found is None:
+        positions = {id(s): i for i, s in enumerate(block.body)}
+        leaving = []
+        for index, statement in enumerate(block.body):
+            if isinstance(statement, cst.If) and not exits(statement.body):
+                leave = _leave_inside(statement.body)
+                if leave is not None:
+                    leaving.append((index, statement, leave))
+        found = (block, positions, leaving)
+        if cache is not None:
+            cache[key] = found
+    _, positions, leaving = found
+    limit = positions.get(id(child), len(positions))
+    for index, statement, leave in leaving:
+        if index >= limit:
             return
-        if isinstance(statement, cst.If) and not exits(statement.body):
-            leave = _leave_inside(statement.body)
-            if leave is not None:
-                yield statement, leave
+        yield statement, leave
 
 
 def _leave_inside(body: cst.BaseSuite) -> cst.CSTNode | None:

@@ -777,7 +777,7 @@ class RankAnalysis:
                     GuardKind.BRANCH, statement, deps, statement.test, statement.test, 1, 2,
                     scope, exit=last_statement(statement.body), shape=self._shape(statement.test),
                 )  # fmt: skip
-        for statement, leave in nested_exits(block, child):
+        for statement, leave in nested_exits(block, child, self.exit_cache):
             deps = self._test_deps(statement.test)
             if deps:
                 yield Guard(
