@@ -35,7 +35,6 @@ from ddplint.engine.context import FileContext
 from ddplint.rule import PendingFinding, Rule
 
 _DEEP_RECURSION = 10_000
-#: Only comments that mention it can suppress anything: most files need no comment scan.
 _TOO_DEEP = "nested too deeply for ddplint's analysis (Python accepts it); not linted"
 
 

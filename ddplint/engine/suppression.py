@@ -4,7 +4,8 @@ file-wide ``# ddplint: noqa`` / ``# ddplint: noqa: DDP007``.
 Codes are matched as prefixes (``DDP0`` silences DDP000-DDP099), like Ruff.
 The parser works on comment texts that the engine collects with CPython's
 tokenizer (never from a regex over raw lines, so
-``"# noqa"`` inside a string suppresses nothing).
+``"# noqa"`` inside a string suppresses nothing); the raw text only decides
+whether the tokenizer is needed at all (`may_suppress`).
 
 Which lines a ``# noqa`` may sit on (`Suppressions.match` gets them from the
 engine): the line where the finding's range starts, the line of the
@@ -133,6 +134,7 @@ _RAW_LINE_RE = re.compile(
     r"#[^\S\r\n]*noqa(?::[^\S\r\n]*(?P<codes>[A-Z]+[0-9]+(?:(?:[^\S\r\n]|,)+[A-Z]+[0-9]+)*))?", re.IGNORECASE
 )
 _DDPLINT = re.compile("ddplint", re.IGNORECASE)
+_NOQA_WORD = re.compile("noqa", re.IGNORECASE)
 
 
 def raw_directives(text: str) -> Iterator[tuple[str, ...] | None]:
@@ -151,9 +153,6 @@ def may_suppress(text: str) -> bool:
     if _DDPLINT.search(text) is not None and _NOQA_WORD.search(text) is not None:
         return True
     return any(codes is None or any(code.startswith("D") for code in codes) for codes in raw_directives(text))
-
-
-_NOQA_WORD = re.compile("noqa", re.IGNORECASE)
 
 
 def _tokens(text: str) -> list[tokenize.TokenInfo]:
