@@ -817,7 +817,9 @@ class Seeds:
         names = ctx.qualified_names(node.func)
         generators = seeded_generators(node, ctx)
         if not generators:
-            self.other_seeding = self.other_seeding or "seed" in ctx.module.code_for_node(node.func).lower()
+            if not self.other_seeding:  # the callee's name, without generating its code where it is a dotted one
+                shown = dotted_name(node.func)
+                self.other_seeding = "seed" in (shown if shown is not None else ctx.module.code_for_node(node.func)).lower()
             return
         seed = self._seed(node, generators, order, names)
         self.calls.append(seed)

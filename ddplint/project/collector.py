@@ -305,7 +305,13 @@ class SummaryCollector:
         chains = solved.chains if solved is not None else {}
         switches = solved.switches if solved is not None else {}
         rank = self.ctx.rank
-        code = self.ctx.module.code_for_node
+        shown: dict[int, str] = {}  # a call reached from many functions is shown once
+
+        def code(node: cst.CSTNode) -> str:
+            if id(node) not in shown:
+                shown[id(node)] = self.ctx.module.code_for_node(node)
+            return shown[id(node)]
+
         symbols: dict[str, Symbol] = {}
         for name, (deps, seen) in rank.module_values.items():
             via = tuple(sorted(q for q in seen if not _external(q)))
