@@ -10,6 +10,7 @@ on first use, so it answers for any function, not only the one being walked.
 
 from __future__ import annotations
 
+import functools
 from functools import partial
 from typing import Iterator
 
@@ -26,6 +27,18 @@ _MAX_NESTING = 4
 #: (a callback, ``dataset_cls=Records``): its callers are then not all visible.
 _ESCAPES = ("Arg", "Assign", "AnnAssign", "Return", "Element", "DictElement", "Yield")
 _INTROSPECTION = frozenset({"super", "isinstance", "issubclass", "type", "hasattr", "getattr"})
+
+
+@functools.cache
+def _escape_kinds() -> frozenset[type]:
+    """The node classes of `_ESCAPES` (LibCST is imported on first use)."""
+    return frozenset(getattr(cst, name) for name in _ESCAPES)
+
+
+@functools.cache
+def _leaf_kinds() -> frozenset[type]:
+    """Node classes with no node below them to index: names and literals."""
+    return frozenset({cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.Ellipsis})
 
 
 class ValueFlow:
@@ -95,10 +108,13 @@ class ValueFlow:
         # (node, function it is in, class whose methods are its direct children)
         todo: list[tuple[cst.CSTNode, cst.FunctionDef | None, cst.ClassDef | None]] = [(module, None, None)]
         harmless: set[int] = set()  # `isinstance(x, Cls)`, `super(Cls, self)`: not an escape
+        escapes, leaves = _escape_kinds(), _leaf_kinds()
         while todo:
             node, function, cls = todo.pop()
             for child in children(node):
                 kind = child.__class__  # LibCST's node classes are final: `is` instead of its slow ABC isinstance
+                if kind in leaves:
+                    continue  # a name or a literal: nothing below it
                 if kind is cst.FunctionDef:
                     if cls is not None:
                         self.owner[child] = cls
@@ -117,7 +133,7 @@ class ValueFlow:
                     self.calls.append((child, function))
                     if isinstance(child.func, cst.Name) and child.func.value in _INTROSPECTION:
                         harmless.update(id(a) for a in child.args)
-                elif kind.__name__ in _ESCAPES and id(child) not in harmless:
+                elif kind in escapes and id(child) not in harmless:
                     value = getattr(child, "value", None)
                     if isinstance(value, cst.Name):
                         self.escaped.add(value.value)
