@@ -11,12 +11,11 @@ on first use, so it answers for any function, not only the one being walked.
 from __future__ import annotations
 
 import functools
-from functools import partial
 from typing import Iterator
 
 from ddplint.analysis.calls import bind_to_function, positional_parameters
 from ddplint.analysis.hierarchy import class_methods, module_bases
-from ddplint.analysis.tree import children, descendants, statement_nodes
+from ddplint.analysis.tree import children, descendants, leaf_kinds, statement_nodes
 from ddplint.lazy import cst
 
 #: How many steps (a name, a parameter, an attribute, a return) one answer follows.
@@ -33,12 +32,6 @@ _INTROSPECTION = frozenset({"super", "isinstance", "issubclass", "type", "hasatt
 def _escape_kinds() -> frozenset[type]:
     """The node classes of `_ESCAPES` (LibCST is imported on first use)."""
     return frozenset(getattr(cst, name) for name in _ESCAPES)
-
-
-@functools.cache
-def _leaf_kinds() -> frozenset[type]:
-    """Node classes with no node below them to index: names and literals."""
-    return frozenset({cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.Ellipsis})
 
 
 class ValueFlow:
@@ -69,7 +62,7 @@ class ValueFlow:
         self.module_names = module_names
         #: Whether the module may bind names inside expressions (``(x := v)``): else a
         #: function's bindings are read from its statements alone (`statement_nodes`).
-        self._body_nodes = partial(descendants, into_functions=False) if walrus else statement_nodes
+        self._body_nodes = functools.partial(descendants, into_functions=False) if walrus else statement_nodes
         #: function -> the class whose body defines it (methods only)
         self.owner: dict[cst.FunctionDef, cst.ClassDef] = {}
         #: function -> the function it is nested in
@@ -108,7 +101,7 @@ class ValueFlow:
         # (node, function it is in, class whose methods are its direct children)
         todo: list[tuple[cst.CSTNode, cst.FunctionDef | None, cst.ClassDef | None]] = [(module, None, None)]
         harmless: set[int] = set()  # `isinstance(x, Cls)`, `super(Cls, self)`: not an escape
-        escapes, leaves = _escape_kinds(), _leaf_kinds()
+        escapes, leaves = _escape_kinds(), leaf_kinds()
         while todo:
             node, function, cls = todo.pop()
             for child in children(node):

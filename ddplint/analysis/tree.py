@@ -8,6 +8,7 @@ engine's walker, skipping whitespace and punctuation.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import Counter
 from typing import Callable, Iterator
 
@@ -47,16 +48,26 @@ _is_node_class: dict[type, bool] = {}
 _opens_scope: dict[type, bool] = {}
 
 
+@functools.cache
+def leaf_kinds() -> frozenset[type]:
+    """Node classes with no node below them worth visiting: names and literals
+    (about a third of a module's nodes)."""
+    return frozenset({cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.Ellipsis})
+
+
 def descendants(node: cst.CSTNode, into_functions: bool = True) -> Iterator[cst.CSTNode]:
     """Every node below `node`, depth first in source order; with
     `into_functions=False`, nested functions, lambdas and classes are not entered."""
     stack = [iter(children(node))]
+    leaves = leaf_kinds()
     while stack:
         child = next(stack[-1], None)
         if child is None:
             stack.pop()
             continue
         yield child
+        if child.__class__ in leaves:
+            continue
         if not into_functions:
             cls = child.__class__
             scope = _opens_scope.get(cls)
