@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ddplint.analysis.collectives import ACCELERATOR_CLASSES
 from ddplint.analysis.conditions import conjuncts
 from ddplint.analysis.guards import NODE_ZERO, ZERO, Runs, TestShape
-from ddplint.analysis.tree import children, descendants
+from ddplint.analysis.tree import children, descendants, leaf_kinds
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
@@ -242,8 +242,11 @@ class _Nothing:
 
 def _collect_tests(module: cst.Module, function: cst.FunctionDef | None, found: list) -> None:
     todo: list[tuple[cst.CSTNode, cst.FunctionDef | None]] = [(module, function)]
+    leaves = leaf_kinds()
     while todo:
         node, function = todo.pop()
+        if node.__class__ in leaves:
+            continue
         if isinstance(node, (cst.If, cst.While, cst.IfExp)):
             found.extend((part, function) for part in conjuncts(node.test) if _candidate(part))
         inner = node if isinstance(node, cst.FunctionDef) else function
