@@ -44,8 +44,6 @@ def child_fields(cls: type) -> tuple[str, ...]:
 
 #: Node class -> whether it is a LibCST node (isinstance on LibCST's ABCs is slow: asked once per class).
 _is_node_class: dict[type, bool] = {}
-#: Node class -> whether it opens a new scope (a function, lambda or class).
-_opens_scope: dict[type, bool] = {}
 
 
 @functools.cache
@@ -58,28 +56,9 @@ def leaf_kinds() -> frozenset[type]:
 def descendants(node: cst.CSTNode, into_functions: bool = True) -> Iterator[cst.CSTNode]:
     """Every node below `node`, depth first in source order; with
     `into_functions=False`, nested functions, lambdas and classes are not entered."""
-    stack = [iter(children(node))]
-    leaves = leaf_kinds()
-    while stack:
-        child = next(stack[-1], None)
-        if child is None:
-            stack.pop()
-            continue
-        yield child
-        if child.__class__ in leaves:
-            continue
-        if not into_functions:
-            cls = child.__class__
-            scope = _opens_scope.get(cls)
-            if scope is None:
-                scope = _opens_scope[cls] = issubclass(cls, (cst.FunctionDef, cst.Lambda, cst.ClassDef))
-            if scope:
-                continue
-        stack.append(iter(children(child)))
-
-
-#: Node class -> whether it is an expression (`statement_nodes` does not enter it).
-_is_expression: dict[type, bool] = {}
+    if into_functions:
+        return _below(node, _LEAVES, lambda: tuple(leaf_kinds()))
+    return _below(node, _SCOPES, lambda: (*leaf_kinds(), cst.FunctionDef, cst.Lambda, cst.ClassDef))
 
 
 def statement_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -87,6 +66,18 @@ def statement_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     expressions (each expression itself is yielded): every statement, its
     targets and values, in source order, at a fraction of the nodes. Only a
     walrus (``(x := v)``) binds a name inside an expression."""
+    return _below(node, _EXPRESSIONS, lambda: (cst.BaseExpression, cst.FunctionDef, cst.ClassDef))
+
+
+#: Node class -> whether a walk yields it without entering it, for each kind of walk
+#: (`issubclass` on LibCST's classes is slow: asked once per class).
+_LEAVES: dict[type, bool] = {}
+_SCOPES: dict[type, bool] = {}
+_EXPRESSIONS: dict[type, bool] = {}
+
+
+def _below(node: cst.CSTNode, closed: dict[type, bool], kinds: Callable[[], tuple[type, ...]]) -> Iterator[cst.CSTNode]:
+    """Every node below `node`, depth first in source order, not entering those of `kinds`."""
     stack = [iter(children(node))]
     while stack:
         child = next(stack[-1], None)
@@ -95,10 +86,10 @@ def statement_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             continue
         yield child
         cls = child.__class__
-        leaf = _is_expression.get(cls)
-        if leaf is None:
-            leaf = _is_expression[cls] = issubclass(cls, (cst.BaseExpression, cst.FunctionDef, cst.ClassDef))
-        if not leaf:
+        stop = closed.get(cls)
+        if stop is None:
+            stop = closed[cls] = issubclass(cls, kinds())
+        if not stop:
             stack.append(iter(children(child)))
 
 

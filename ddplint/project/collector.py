@@ -11,6 +11,7 @@ it calls, and whether it replaces ``builtins.print`` (DETR's
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import defaultdict
 from typing import TYPE_CHECKING, Callable, Mapping
 
@@ -305,13 +306,7 @@ class SummaryCollector:
         chains = solved.chains if solved is not None else {}
         switches = solved.switches if solved is not None else {}
         rank = self.ctx.rank
-        shown: dict[int, str] = {}  # a call reached from many functions is shown once
-
-        def code(node: cst.CSTNode) -> str:
-            if id(node) not in shown:
-                shown[id(node)] = self.ctx.module.code_for_node(node)
-            return shown[id(node)]
-
+        code = functools.cache(self.ctx.module.code_for_node)  # a call reached from many functions is shown once
         symbols: dict[str, Symbol] = {}
         for name, (deps, seen) in rank.module_values.items():
             via = tuple(sorted(q for q in seen if not _external(q)))
