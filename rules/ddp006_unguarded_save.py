@@ -100,9 +100,11 @@ class UnguardedSave(Rule):
         return file_write(node, self.ctx) is not None and not under_file_lock(self.ctx)
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
-        runs = self.ctx.rank.runs(site)
-        if own_file(node, self.ctx) or not runs.many:
+        if own_file(node, self.ctx):
             return  # a rank-specific path, `io.BytesIO()`, a file under this process's `tempfile.mkdtemp()`
+        runs = self.ctx.rank.runs(site)  # asked second: who runs a write of its own file matters not
+        if not runs.many:
+            return
         who = "all of them" if runs is Runs.ALL else "they all"
         self.report(
             node,

@@ -121,11 +121,11 @@ class UnguardedLog(Rule):
         ctx, output = self.ctx, self.found[node]
         if ctx.outputs.silenced(output) or ctx.rank.is_rank_dependent(output.deps):
             return
+        if output.kind in REPEATING and (output.leaves or not ctx.rank.execution.repeated(site)):
+            return  # one-time output, or a message on the way out (asked first: who runs it then matters not)
         runs = ctx.rank.runs(site)
         if not runs.many:
             return
-        if output.kind in REPEATING and (output.leaves or not ctx.rank.execution.repeated(site)):
-            return  # one-time output, or a message on the way out
         harm, advice, title = _HARM.get(output.kind, _REPEATED)
         test = ctx.rank_advice.test(site)
         advice = advice.format(test=test.text, negated=test.negated)

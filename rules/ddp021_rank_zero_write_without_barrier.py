@@ -83,7 +83,7 @@ class RankZeroWriteWithoutBarrier(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        #: The writes by one rank (or one per node) checked so far: (call, path as written, its binding, site).
+        #: The writes checked so far (those by one rank or one per node pair with reads): (call, path as written, its binding, site).
         self.writes: list[tuple[cst.Call, str, set[int], Site]] = []
 
     def trigger_Call(self, node: cst.Call) -> bool:
@@ -98,13 +98,17 @@ class RankZeroWriteWithoutBarrier(Rule):
         binding = {id(v) for v in ctx.values_of(path)} if isinstance(path, cst.Name) else set()
         shown = ctx.module.code_for_node(path)
         if written is not None:
-            if rank.runs(site) in (Runs.ONE, Runs.PER_NODE):
-                self.writes.append((node, shown, binding, site))
+            self.writes.append((node, shown, binding, site))
             return
-        if not rank.runs(site).many or rank.staggered(site.guards):
-            return
+        # Who runs a write or a read is asked only for a write and a read that pair up here (an
+        # answer from other modules' facts then matters to no other call: no re-lint for it).
         for write, text, bound, where in reversed(self.writes):
-            if where.function is site.function and text == shown and (not (bound and binding) or bound & binding):
+            if (
+                where.function is site.function and text == shown and (not (bound and binding) or bound & binding)
+                and rank.runs(where) in (Runs.ONE, Runs.PER_NODE)
+            ):
+                if not rank.runs(site).many or rank.staggered(site.guards):
+                    return
                 if not ctx.barriers.waits(site.function, node, after=write):  # one on some ranks only is DDP001's hang
                     self.report(
                         node,

@@ -82,7 +82,8 @@ class UnseededRanks(Rule):
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
         ctx, draw = self.ctx, split_draw(node, self.ctx)
-        if draw is None or ctx.rank.runs(site) is not Runs.ALL or ctx.rank.execution.repeated(site):
+        # (who runs it asked last: the module's own answers first, so that facts from other modules matter less often)
+        if draw is None or ctx.rank.execution.repeated(site) or ctx.rank.runs(site) is not Runs.ALL:
             return  # not drawn once on every rank
         seeded, seed = ctx.seeds.before(site, draw.generator)
         if seeded not in (Seeded.PER_RANK, Seeded.NOTHING) or shared_in(site.function, ctx):

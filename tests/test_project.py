@@ -319,3 +319,25 @@ def test_a_relint_given_what_the_first_lint_read_answers_as_one_reading_the_file
             again = dataclasses.replace(task.project, layout=None)
             assert carried == check_bytes(task.display, data, task.settings, task.prefilter, again), task.display
     assert relinted >= len(PROJECTS) // 2, relinted  # the facts of most projects re-lint a file
+
+
+def test_callers_arriving_relint_a_library_only_where_a_rule_asked_who_runs_it(tmp_path, monkeypatch) -> None:
+    """`report` prints once and `save_own` writes the process's own file:
+    DDP007 and DDP006 settle both without asking who runs them, so the
+    script's calls (which make them per-rank code) lint `lib.py` only once;
+    the same calls reach `save`, a shared write whose rule did ask."""
+    lib = (
+        "import torch\nimport torch.distributed as dist\n\n\ndef report(loss):\n    print('final loss', loss)\n\n\n"
+        "def save_own(state):\n    torch.save(state, f'ckpt_{dist.get_rank()}.pt')\n"
+    )
+    train = "import torch.distributed as dist\nfrom lib import report, save_own\n\ndist.init_process_group('gloo')\nreport(1.0)\nsave_own({})\n"
+    real = runner._lint_task
+    for shared, relinted in ((False, 1), (True, 2)):
+        extra = "\n\ndef save(state):\n    torch.save(state, 'ckpt.pt')\n" if shared else ""
+        script = train.replace("save_own\n", "save_own, save\n") + "save({})\n" if shared else train
+        root = write(tmp_path / f"proj{shared}", {"lib.py": lib + extra, "train.py": script})
+        linted: list[str] = []
+        monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+        found = [(path, line, code) for path, line, code in findings(root) if code in ("DDP006", "DDP007")]
+        assert found == ([("lib.py", 14, "DDP006")] if shared else [])
+        assert Counter(str(Path(d).relative_to(root)) for d in linted)["lib.py"] == relinted
