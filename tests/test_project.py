@@ -321,7 +321,8 @@ def test_a_relint_given_what_the_first_lint_read_answers_as_one_reading_the_file
     assert relinted >= len(PROJECTS) // 2, relinted  # the facts of most projects re-lint a file
 
 
-def test_callers_arriving_relint_a_library_only_where_a_rule_asked_who_runs_it(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("shared", [False, True])
+def test_callers_arriving_relint_a_library_only_where_a_rule_asked_who_runs_it(tmp_path, monkeypatch, shared) -> None:
     """`report` prints once and `save_own` writes the process's own file:
     DDP007 and DDP006 settle both without asking who runs them, so the
     script's calls (which make them per-rank code) lint `lib.py` only once;
@@ -331,13 +332,60 @@ def test_callers_arriving_relint_a_library_only_where_a_rule_asked_who_runs_it(t
         "def save_own(state):\n    torch.save(state, f'ckpt_{dist.get_rank()}.pt')\n"
     )
     train = "import torch.distributed as dist\nfrom lib import report, save_own\n\ndist.init_process_group('gloo')\nreport(1.0)\nsave_own({})\n"
+    if shared:
+        lib += "\n\ndef save(state):\n    torch.save(state, 'ckpt.pt')\n"
+        train = train.replace("save_own\n", "save_own, save\n") + "save({})\n"
+    root = write(tmp_path / "proj", {"lib.py": lib, "train.py": train})
+    linted: list[str] = []
     real = runner._lint_task
-    for shared, relinted in ((False, 1), (True, 2)):
-        extra = "\n\ndef save(state):\n    torch.save(state, 'ckpt.pt')\n" if shared else ""
-        script = train.replace("save_own\n", "save_own, save\n") + "save({})\n" if shared else train
-        root = write(tmp_path / f"proj{shared}", {"lib.py": lib + extra, "train.py": script})
-        linted: list[str] = []
-        monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
-        found = [(path, line, code) for path, line, code in findings(root) if code in ("DDP006", "DDP007")]
-        assert found == ([("lib.py", 14, "DDP006")] if shared else [])
-        assert Counter(str(Path(d).relative_to(root)) for d in linted)["lib.py"] == relinted
+    monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+    found = [(path, line, code) for path, line, code in findings(root) if code in ("DDP006", "DDP007")]
+    assert found == ([("lib.py", 14, "DDP006")] if shared else [])
+    assert Counter(str(Path(d).relative_to(root)) for d in linted)["lib.py"] == (2 if shared else 1)
+
+
+@pytest.mark.parametrize("rank_helper", [False, True])
+def test_facts_that_cannot_enable_a_rule_left_out_relint_only_where_consulted(tmp_path, monkeypatch, rank_helper) -> None:
+    """`train.py` holds no collective, so DDP001 is left out of its first lint
+    (a collective helper could enable it). `AugData` is a Dataset that draws
+    per sample: a fact that enables no rule, about a name the script only
+    tests against (not called, not derived from), so it is linted once; a
+    rank helper it calls enables DDP001 and lints it again."""
+    lib = (
+        "import random\nimport torch.distributed as dist\nfrom torch.utils.data import Dataset\n\n\n"
+        "class AugData(Dataset):\n    def __len__(self):\n        return 10\n\n"
+        "    def __getitem__(self, i):\n        return i + random.random()\n"
+    )
+    train = (
+        "import torch.distributed as dist\nfrom torch.utils.data import DataLoader\nfrom lib import AugData\n\n\n"
+        "def report(loader):\n    if isinstance(loader.dataset, AugData) and dist.get_rank() == 0:\n        print('augmented')\n"
+    )
+    if rank_helper:
+        lib += "\n\ndef is_first():\n    return dist.get_rank() == 0\n"
+        train = train.replace("AugData\n", "AugData, is_first\n") + "\n\nis_first()\n"
+    root = write(tmp_path / "proj", {"lib.py": lib, "train.py": train})
+    linted: list[str] = []
+    real, index = runner._lint_task, runner._lint_project
+    monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+    projects: list = []
+    monkeypatch.setattr(runner, "_lint_project", lambda *a, **k: projects.append(index(*a, **k)) or projects[-1])
+    findings(root)
+    symbols = {name: s for entry in projects[0][1].entries for name, s in entry.summary.symbols.items()}
+    assert symbols["AugData"].random and (symbols["is_first"].rank if rank_helper else "is_first" not in symbols)
+    assert Counter(str(Path(d).relative_to(root)) for d in linted)["train.py"] == (2 if rank_helper else 1)
+
+
+def test_a_summary_reads_back_from_the_cache_as_it_was() -> None:
+    """Every field of a summary survives its JSON (a warm run decides its re-lints from it)."""
+    from ddplint.project.summary import Symbol
+
+    summary = ModuleSummary(
+        symbols={"f": Symbol(line=3, rank=True, collective=("`dist.barrier()`",), switch=("sync", 1, True, None))},
+        aliases={"dist": "torch.distributed"}, stars=(".util",), exports=("f",), uses=("util.is_main",),
+        consulted=("util.is_main",), unrun=True, called=("util.log",), collective_called=("util.sync",),
+        defined=("f", "C.step"), per_rank_calls=(("util.log", "f", "ALL"),), runs_unknown=("f",),
+        distributed_by_text=False, entries=("f",), lines={"f": 3, "C.step": 9},
+    )  # fmt: skip
+    defaults = ModuleSummary()
+    assert all(getattr(summary, f.name) != getattr(defaults, f.name) for f in dataclasses.fields(ModuleSummary))
+    assert ModuleSummary.from_json(json.loads(json.dumps(summary.to_json()))) == summary

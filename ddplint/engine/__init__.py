@@ -111,13 +111,13 @@ def check_source(
             applicable(every_rule, scan, settings.rank_names, True, per_rank) if project.importer else rules
         )
         # Rules that only facts could enable are not run now (without facts they
-        # find nothing, as the prefilter guarantees); the walk then cannot tell
-        # which imported names they would consult, so any fact re-lints the file.
+        # find nothing, as the prefilter guarantees); the walk cannot tell which
+        # imported names they would consult, so a fact that can enable them
+        # (about any name its text uses) re-lints the file: `ModuleSummary.unrun`.
         unrun = bool(set(with_facts) - set(rules))
-        # What the lint consults matters only where facts can come (a module importing linted ones).
-        known = (rules or not with_facts) and not (project.imported and not walk_for_summary) and not unrun
-        if known and project.importer:
-            imports = dataclasses.replace(imports, consulted=())  # filled in by the walk
+        # What the lint consulted matters only where facts can come (a module importing linted ones).
+        if project.importer and not (project.imported and not walk_for_summary):
+            imports = dataclasses.replace(imports, consulted=(), unrun=unrun)  # filled in by the walk
     calls = imports is not None and imports.per_rank_calls is None  # who runs its calls of linted helpers
     if not rules and not walk_for_summary and not calls:  # nothing to suppress: every judged directive is unused
         return FileResult(unused_noqa(path, text, settings), summary=imports)

@@ -46,6 +46,12 @@ class Fact:
             or self.hf_trainer
         )  # fmt: skip
 
+    @property
+    def enables_rules(self) -> bool:
+        """Whether the fact can enable a rule the prefilter left out (`Rule.facts_replace`:
+        a rank helper stands for a rank test, a collective helper for a collective)."""
+        return self.rank or bool(self.collective) or self.picks is not None
+
     def to_json(self) -> list:
         switch = None if self.switch is None else list(self.switch)
         return [

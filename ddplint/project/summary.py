@@ -88,6 +88,11 @@ class ModuleSummary:
     #: names cannot change its findings. None when unknown (facts about any
     #: name its text uses could).
     consulted: tuple[str, ...] | None = None
+    #: Whether rules that only facts could enable were not run (DDP001 with a
+    #: rank helper for its rank test, a collective helper for its collective):
+    #: then a rank or collective fact about any name its text uses could
+    #: change its findings, whatever `consulted` holds.
+    unrun: bool = False
     called: tuple[str, ...] = ()
     #: The called names whose being a collective helper would change a finding.
     collective_called: tuple[str, ...] = ()
@@ -156,14 +161,22 @@ class ModuleSummary:
         its findings. When its lint did not record what it consulted, facts
         about names its `text` (read on demand) never uses change nothing."""
         if self.consulted is None:
-            source = text() if text is not None else None
-            return source is None or any(self._may_use(source, name) for name in facts)
+            return self._may_use_any(facts, text)
+        if self.unrun and self._may_use_any({name: f for name, f in facts.items() if f.enables_rules}, text):
+            return True
         return any(
             (fact.rank and name in self.consulted)
             or (bool(fact.collective) and name in self.collective_called)
             or ((fact.silences_print or fact.dataset or fact.random or fact.silences_logging or fact.hf_trainer) and name in self.called)
             for name, fact in facts.items()
         )
+
+    def _may_use_any(self, facts: Mapping[str, Fact], text: Callable[[], str | None] | None) -> bool:
+        """Whether `text` (read on demand; None: unknown) may use a name `facts` are about."""
+        if not facts:
+            return False
+        source = text() if text is not None else None
+        return source is None or any(self._may_use(source, name) for name in facts)
 
     def _may_use(self, text: str, key: str) -> bool:
         """Whether `text` may use the imported name that facts key as `key`
@@ -188,6 +201,7 @@ class ModuleSummary:
             "exports": None if self.exports is None else list(self.exports),
             "uses": None if self.uses is None else list(self.uses),
             "consulted": None if self.consulted is None else list(self.consulted),
+            "unrun": self.unrun,
             "called": list(self.called),
             "collective_called": list(self.collective_called),
             "defined": list(self.defined),
@@ -206,7 +220,8 @@ class ModuleSummary:
         calls = data.get("per_rank_calls", ())
         return cls(
             symbols, aliases, stars, None if exports is None else tuple(exports), None if uses is None else tuple(uses),
-            None if consulted is None else tuple(consulted), tuple(data["called"]), tuple(data["collective_called"]),
+            None if consulted is None else tuple(consulted), bool(data.get("unrun", False)),
+            tuple(data["called"]), tuple(data["collective_called"]),
             tuple(data.get("defined", ())), None if calls is None else tuple((q, e, runs) for q, e, runs in calls),
             None if (unknown := data.get("runs_unknown")) is None else tuple(unknown),
             data.get("distributed_by_text", True),
