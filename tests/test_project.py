@@ -344,35 +344,54 @@ def test_callers_arriving_relint_a_library_only_where_a_rule_asked_who_runs_it(t
     assert Counter(str(Path(d).relative_to(root)) for d in linted)["lib.py"] == (2 if shared else 1)
 
 
-@pytest.mark.parametrize("rank_helper", [False, True])
-def test_facts_that_cannot_enable_a_rule_left_out_relint_only_where_consulted(tmp_path, monkeypatch, rank_helper) -> None:
-    """`train.py` holds no collective, so DDP001 is left out of its first lint
-    (a collective helper could enable it). `AugData` is a Dataset that draws
-    per sample: a fact that enables no rule, about a name the script only
-    tests against (not called, not derived from), so it is linted once; a
-    rank helper it calls enables DDP001 and lints it again."""
+@pytest.mark.parametrize("helper", [None, "is_first", "sync"])
+def test_facts_that_cannot_enable_a_rule_left_out_relint_only_where_consulted(tmp_path, monkeypatch, helper) -> None:
+    """`train.py` tests the rank but holds no collective, so DDP001 is left
+    out of its first lint: only a collective helper it uses can enable it.
+    `AugData` is a Dataset that draws per sample (a fact no rule left out
+    needs, about a name the script only tests against: not called, not
+    derived from) and `is_first` a rank helper (the rank test is there
+    already): with either it is linted once; `sync`, a collective helper it
+    calls, lints it again."""
     lib = (
         "import random\nimport torch.distributed as dist\nfrom torch.utils.data import Dataset\n\n\n"
         "class AugData(Dataset):\n    def __len__(self):\n        return 10\n\n"
-        "    def __getitem__(self, i):\n        return i + random.random()\n"
+        "    def __getitem__(self, i):\n        return i + random.random()\n\n\n"
+        "def is_first():\n    return dist.get_rank() == 0\n\n\ndef sync():\n    dist.barrier()\n"
     )
     train = (
         "import torch.distributed as dist\nfrom torch.utils.data import DataLoader\nfrom lib import AugData\n\n\n"
         "def report(loader):\n    if isinstance(loader.dataset, AugData) and dist.get_rank() == 0:\n        print('augmented')\n"
     )
-    if rank_helper:
-        lib += "\n\ndef is_first():\n    return dist.get_rank() == 0\n"
-        train = train.replace("AugData\n", "AugData, is_first\n") + "\n\nis_first()\n"
+    if helper:
+        train = train.replace("AugData\n", f"AugData, {helper}\n") + f"\n\n{helper}()\n"
     root = write(tmp_path / "proj", {"lib.py": lib, "train.py": train})
     linted: list[str] = []
     real, index = runner._lint_task, runner._lint_project
     monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
     projects: list = []
     monkeypatch.setattr(runner, "_lint_project", lambda *a, **k: projects.append(index(*a, **k)) or projects[-1])
-    findings(root)
+    assert not [f for f in findings(root) if f[0] == "train.py"]
     symbols = {name: s for entry in projects[0][1].entries for name, s in entry.summary.symbols.items()}
-    assert symbols["AugData"].random and (symbols["is_first"].rank if rank_helper else "is_first" not in symbols)
-    assert Counter(str(Path(d).relative_to(root)) for d in linted)["train.py"] == (2 if rank_helper else 1)
+    assert symbols["AugData"].random and symbols["is_first"].rank and symbols["sync"].collective
+    assert Counter(str(Path(d).relative_to(root)) for d in linted)["train.py"] == (2 if helper == "sync" else 1)
+
+
+@pytest.mark.parametrize("helper", ["sync", "is_first"])
+def test_a_rule_left_out_for_want_of_a_rank_test_is_enabled_by_a_rank_helper_alone(tmp_path, monkeypatch, helper) -> None:
+    """`train.py` performs a collective but tests no rank in its text, so
+    DDP001 is left out of its first lint: a collective helper cannot enable
+    it, a rank helper does (and its re-lint finds the barrier it guards)."""
+    lib = "import torch.distributed as dist\n\n\ndef is_first():\n    return dist.get_rank() == 0\n\n\ndef sync():\n    dist.barrier()\n"
+    call = "if is_first():\n    dist.barrier()\n" if helper == "is_first" else "sync()\ndist.barrier()\n"
+    train = f"import torch.distributed as dist\nfrom lib import {helper}\n\ndist.init_process_group('gloo')\n{call}"
+    root = write(tmp_path / "proj", {"lib.py": lib, "train.py": train})
+    linted: list[str] = []
+    real = runner._lint_task
+    monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+    found = [(path, line) for path, line, code in findings(root) if code == "DDP001"]
+    assert found == ([("train.py", 6)] if helper == "is_first" else [])
+    assert Counter(str(Path(d).relative_to(root)) for d in linted)["train.py"] == (2 if helper == "is_first" else 1)
 
 
 def test_a_summary_reads_back_from_the_cache_as_it_was() -> None:
@@ -382,7 +401,7 @@ def test_a_summary_reads_back_from_the_cache_as_it_was() -> None:
     summary = ModuleSummary(
         symbols={"f": Symbol(line=3, rank=True, collective=("`dist.barrier()`",), switch=("sync", 1, True, None))},
         aliases={"dist": "torch.distributed"}, stars=(".util",), exports=("f",), uses=("util.is_main",),
-        consulted=("util.is_main",), unrun=True, called=("util.log",), collective_called=("util.sync",),
+        consulted=("util.is_main",), unrun=(("tokens",), ("tokens", "context_tokens")), called=("util.log",), collective_called=("util.sync",),
         defined=("f", "C.step"), per_rank_calls=(("util.log", "f", "ALL"),), runs_unknown=("f",),
         distributed_by_text=False, entries=("f",), lines={"f": 3, "C.step": 9},
     )  # fmt: skip

@@ -17,7 +17,7 @@ from ddplint.rule import all_rules_settings
 from ddplint.engine.findings import make_finding
 from ddplint.engine.noqa import UNUSED_NOQA, unused_noqa
 from ddplint.engine.notebook import NOTEBOOK_SUFFIX, NotebookError, read_notebook
-from ddplint.engine.prefilter import TextScan, applicable, summary_worthy
+from ddplint.engine.prefilter import TextScan, applicable, missed_requirements, summary_worthy
 from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast, syntax_problem
 from ddplint.model import Finding, Notice, NoticeLevel
 from ddplint.project.role import ALONE, ProjectRole
@@ -110,13 +110,12 @@ def check_source(
         with_facts = every_rule if not prefilter else (
             applicable(every_rule, scan, settings.rank_names, True, per_rank) if project.importer else rules
         )
-        # Rules that only facts could enable are not run now (without facts they
-        # find nothing, as the prefilter guarantees); the walk cannot tell which
-        # imported names they would consult, so a fact that can enable them
-        # (about any name its text uses) re-lints the file: `ModuleSummary.unrun`.
-        unrun = bool(set(with_facts) - set(rules))
         # What the lint consulted matters only where facts can come (a module importing linted ones).
         if project.importer and not (project.imported and not walk_for_summary):
+            # Rules that only facts could enable are not run now (without facts they find
+            # nothing, as the prefilter guarantees): facts that can meet what their text
+            # misses re-lint the file (`ModuleSummary.unrun`).
+            unrun = tuple(missed_requirements(r, scan, settings.rank_names) for r in with_facts if r not in rules)
             imports = dataclasses.replace(imports, consulted=(), unrun=unrun)  # filled in by the walk
     calls = imports is not None and imports.per_rank_calls is None  # who runs its calls of linted helpers
     if not rules and not walk_for_summary and not calls:  # nothing to suppress: every judged directive is unused

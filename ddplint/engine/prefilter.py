@@ -108,6 +108,19 @@ def applicable(
     return tuple(kept)
 
 
+def missed_requirements(rule: type[Rule], scan: TextScan, extra_context: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The requirements of `rule` that facts may replace (`Rule.facts_replace`)
+    and the scanned text does not meet."""
+    missed = []
+    tokens = token_probe(rule)
+    if "tokens" in rule.facts_replace and tokens is not None and not scan.has(tokens):
+        missed.append("tokens")
+    context = context_probe(rule, extra_context)
+    if "context_tokens" in rule.facts_replace and context is not None and not scan.has(context):
+        missed.append("context_tokens")
+    return tuple(missed)
+
+
 @functools.lru_cache(maxsize=None)
 def token_probe(rule: type[Rule]) -> Probe | None:
     """Any of the rule's tokens as a word; None for rules without tokens."""

@@ -46,11 +46,13 @@ class Fact:
             or self.hf_trainer
         )  # fmt: skip
 
-    @property
-    def enables_rules(self) -> bool:
-        """Whether the fact can enable a rule the prefilter left out (`Rule.facts_replace`:
-        a rank helper stands for a rank test, a collective helper for a collective)."""
-        return self.rank or bool(self.collective) or self.picks is not None
+    def stands_for(self, requirement: str) -> bool:
+        """Whether the fact meets a requirement that a rule lets facts replace
+        (`Rule.facts_replace`): a collective helper stands for the collective
+        its tokens name, a rank helper for the rank test its context tokens name."""
+        if requirement == "tokens":
+            return bool(self.collective)
+        return requirement == "context_tokens" and (self.rank or self.picks is not None)
 
     def to_json(self) -> list:
         switch = None if self.switch is None else list(self.switch)

@@ -88,11 +88,11 @@ class ModuleSummary:
     #: names cannot change its findings. None when unknown (facts about any
     #: name its text uses could).
     consulted: tuple[str, ...] | None = None
-    #: Whether rules that only facts could enable were not run (DDP001 with a
-    #: rank helper for its rank test, a collective helper for its collective):
-    #: then a rank or collective fact about any name its text uses could
-    #: change its findings, whatever `consulted` holds.
-    unrun: bool = False
+    #: For each rule left out that facts could enable, the requirements its
+    #: text did not meet (`Rule.facts_replace`: DDP001 without a collective,
+    #: a rank test, or both): facts about names its text uses that meet all
+    #: of one rule's could change its findings, whatever `consulted` holds.
+    unrun: tuple[tuple[str, ...], ...] = ()
     called: tuple[str, ...] = ()
     #: The called names whose being a collective helper would change a finding.
     collective_called: tuple[str, ...] = ()
@@ -162,7 +162,7 @@ class ModuleSummary:
         about names its `text` (read on demand) never uses change nothing."""
         if self.consulted is None:
             return self._may_use_any(facts, text)
-        if self.unrun and self._may_use_any({name: f for name, f in facts.items() if f.enables_rules}, text):
+        if self.unrun and self._enable_unrun(facts, text):
             return True
         return any(
             (fact.rank and name in self.consulted)
@@ -177,6 +177,14 @@ class ModuleSummary:
             return False
         source = text() if text is not None else None
         return source is None or any(self._may_use(source, name) for name in facts)
+
+    def _enable_unrun(self, facts: Mapping[str, Fact], text: Callable[[], str | None] | None) -> bool:
+        """Whether `facts` (all it has: a lint that left rules out had none)
+        may meet every requirement one of those rules missed."""
+        return any(
+            all(self._may_use_any({n: f for n, f in facts.items() if f.stands_for(need)}, text) for need in missed)
+            for missed in self.unrun
+        )
 
     def _may_use(self, text: str, key: str) -> bool:
         """Whether `text` may use the imported name that facts key as `key`
@@ -201,7 +209,7 @@ class ModuleSummary:
             "exports": None if self.exports is None else list(self.exports),
             "uses": None if self.uses is None else list(self.uses),
             "consulted": None if self.consulted is None else list(self.consulted),
-            "unrun": self.unrun,
+            "unrun": [list(missed) for missed in self.unrun],
             "called": list(self.called),
             "collective_called": list(self.collective_called),
             "defined": list(self.defined),
@@ -220,7 +228,7 @@ class ModuleSummary:
         calls = data.get("per_rank_calls", ())
         return cls(
             symbols, aliases, stars, None if exports is None else tuple(exports), None if uses is None else tuple(uses),
-            None if consulted is None else tuple(consulted), bool(data.get("unrun", False)),
+            None if consulted is None else tuple(consulted), tuple(tuple(m) for m in data.get("unrun", ())),
             tuple(data["called"]), tuple(data["collective_called"]),
             tuple(data.get("defined", ())), None if calls is None else tuple((q, e, runs) for q, e, runs in calls),
             None if (unknown := data.get("runs_unknown")) is None else tuple(unknown),
