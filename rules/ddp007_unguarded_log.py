@@ -119,12 +119,14 @@ class UnguardedLog(Rule):
 
     def check_Call(self, node: cst.Call, site: Site) -> None:
         ctx, output = self.ctx, self.found[node]
-        if ctx.outputs.silenced(output) or ctx.rank.is_rank_dependent(output.deps):
+        if ctx.rank.is_rank_dependent(output.deps):
             return
+        # The module's own answers first: who runs it, and whether a helper quiets it
+        # (facts from other modules), are asked only where they decide.
         if output.kind in REPEATING and (output.leaves or not ctx.rank.execution.repeated(site)):
-            return  # one-time output, or a message on the way out (asked first: who runs it then matters not)
+            return  # one-time output, or a message on the way out
         runs = ctx.rank.runs(site)
-        if not runs.many:
+        if not runs.many or ctx.outputs.silenced(output):
             return
         harm, advice, title = _HARM.get(output.kind, _REPEATED)
         test = ctx.rank_advice.test(site)

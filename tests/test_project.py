@@ -394,6 +394,28 @@ def test_a_rule_left_out_for_want_of_a_rank_test_is_enabled_by_a_rank_helper_alo
     assert Counter(str(Path(d).relative_to(root)) for d in linted)["train.py"] == (2 if helper == "is_first" else 1)
 
 
+@pytest.mark.parametrize("every_step", [False, True])
+def test_a_logging_helper_relints_only_a_module_whose_rules_asked_what_quiets_its_logs(tmp_path, monkeypatch, every_step) -> None:
+    """`setup` configures `logging` on the main process only (a fact about a
+    name the script calls). Logged once, the script's line is no finding
+    whoever logs it, so the fact changes nothing and the script is linted
+    once; logged every step, the fact decides, and quiets it."""
+    lib = (
+        "import logging\nimport torch.distributed as dist\n\n\ndef setup():\n"
+        "    if dist.get_rank() != 0:\n        logging.getLogger().setLevel(logging.WARNING)\n"
+    )
+    log = "for batch in range(3):\n    loss.backward()\n    logging.info('step')\n" if every_step else "logging.info('done')\n"
+    train = f"import logging\nimport torch.distributed as dist\nfrom lib import setup\n\ndist.init_process_group('gloo')\nsetup()\n{log}"
+    root = write(tmp_path / "proj", {"lib.py": lib, "train.py": train})
+    linted: list[str] = []
+    real = runner._lint_task
+    monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+    assert not [f for f in findings(root) if f[0] == "train.py"]
+    assert Counter(str(Path(d).relative_to(root)) for d in linted)["train.py"] == (2 if every_step else 1)
+    alone = [(path, line) for path, line, code in findings(root, project=False) if code == "DDP007"]
+    assert alone == ([("train.py", 9)] if every_step else [])  # without the helper's fact
+
+
 def test_a_summary_reads_back_from_the_cache_as_it_was() -> None:
     """Every field of a summary survives its JSON (a warm run decides its re-lints from it)."""
     from ddplint.project.summary import Symbol
@@ -401,7 +423,7 @@ def test_a_summary_reads_back_from_the_cache_as_it_was() -> None:
     summary = ModuleSummary(
         symbols={"f": Symbol(line=3, rank=True, collective=("`dist.barrier()`",), switch=("sync", 1, True, None))},
         aliases={"dist": "torch.distributed"}, stars=(".util",), exports=("f",), uses=("util.is_main",),
-        consulted=("util.is_main",), unrun=(("tokens",), ("tokens", "context_tokens")), called=("util.log",), collective_called=("util.sync",),
+        consulted=("util.is_main",), unrun=(("tokens",), ("tokens", "context_tokens")), called=("util.log",), quieted=("silences_print",), collective_called=("util.sync",),
         defined=("f", "C.step"), per_rank_calls=(("util.log", "f", "ALL"),), runs_unknown=("f",),
         distributed_by_text=False, entries=("f",), lines={"f": 3, "C.step": 9},
     )  # fmt: skip

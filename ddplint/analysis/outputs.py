@@ -67,6 +67,9 @@ class Outputs:
         #: Loggers (as written; None: `logging` itself) with the rank dependence of their level or filter.
         self.levels: list[tuple[str | None, object]] = []
         self._quiet: set[str | None] | None = None
+        #: The facts about imported helpers that `silenced` answers were asked of
+        #: (`silences_print`, `silences_logging`): other kinds change no answer.
+        self.asked: set[str] = set()
         #: Whether the module mentions a per-process value at all (a cheap filter).
         self._per_process_words = any(word in ctx.source for word in PER_PROCESS_WORDS)
 
@@ -161,9 +164,12 @@ class Outputs:
         walk): `print` replaced, or the logger's level, filter or handler set
         from the rank (for `logging` loggers also `logging` configured so)."""
         if output.kind == PRINT:
+            self.asked.add("silences_print")
             return self.print_silenced
         if output.kind != LOGGER:
             return False
+        if output.logger == "logging":  # (a helper configures `logging` itself, not other loggers)
+            self.asked.add("silences_logging")
         if self._quiet is None:
             rank = self.ctx.rank
             self._quiet = {name for name, deps in self.levels if rank.is_rank_dependent(deps)}  # type: ignore[arg-type]

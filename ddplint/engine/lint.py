@@ -136,8 +136,10 @@ def _lint_module(
             keep = bool(findings) or bool(facts.called_elsewhere)
             summary = dataclasses.replace(summary, entries=collector.entries() if keep else ())
         if consulted:
-            asked, called, collective = collector.consulted()
-            summary = dataclasses.replace(summary, consulted=asked, called=called, collective_called=collective)
+            asked, called, quieted, collective = collector.consulted()
+            summary = dataclasses.replace(
+                summary, consulted=asked, called=called, quieted=quieted, collective_called=collective
+            )
         if calls:
             summary = dataclasses.replace(summary, per_rank_calls=collector.per_rank_calls())
     if summary is not None and ctx.runs("rank") and ctx.in_distributed_context:

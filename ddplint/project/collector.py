@@ -214,13 +214,15 @@ class SummaryCollector:
 
     # ------------------------------------------------------------ after the walk
 
-    def consulted(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    def consulted(self) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
         """The imported names whose rank dependence the lint asked about, those
-        it calls or derives classes from, and those of its calls that a
-        collective would make a DDP001 finding (see `ModuleSummary.consulted`)."""
+        it calls or derives classes from, the facts quieting output it asked
+        of them, and those of its calls that a collective would make a DDP001
+        finding (see `ModuleSummary.consulted`)."""
         consulted = self.ctx.rank.consulted if self.ctx.runs("rank") else ()  # no rank analysis: nothing asked
         rank = tuple(sorted(q for q in consulted if not _external(q)))
-        return rank, tuple(sorted(q for q in self.called if not _external(q))), self._collective_relevant()
+        quieted = tuple(sorted(self.ctx.outputs.asked)) if self.ctx.runs("outputs") else ()
+        return rank, tuple(sorted(q for q in self.called if not _external(q))), quieted, self._collective_relevant()
 
     def per_rank_calls(self) -> tuple[tuple[str, str, str], ...]:
         """Imported names the module calls on many ranks (`Runs.many`), in a

@@ -94,6 +94,10 @@ class ModuleSummary:
     #: of one rule's could change its findings, whatever `consulted` holds.
     unrun: tuple[tuple[str, ...], ...] = ()
     called: tuple[str, ...] = ()
+    #: Which of the facts that quiet output (`silences_print`, `silences_logging`)
+    #: its lint asked about (`Outputs.silenced`): facts of the others about
+    #: the names it calls change nothing. Unknown: both.
+    quieted: tuple[str, ...] = ("silences_logging", "silences_print")
     #: The called names whose being a collective helper would change a finding.
     collective_called: tuple[str, ...] = ()
     #: The module's top-level functions (by name) and the methods of its
@@ -167,9 +171,17 @@ class ModuleSummary:
         return any(
             (fact.rank and name in self.consulted)
             or (bool(fact.collective) and name in self.collective_called)
-            or ((fact.silences_print or fact.dataset or fact.random or fact.silences_logging or fact.hf_trainer) and name in self.called)
+            or (self._asked_of_calls(fact) and name in self.called)
             for name, fact in facts.items()
         )
+
+    def _asked_of_calls(self, fact: Fact) -> bool:
+        """Whether its lint asked a question `fact` answers about the names it calls."""
+        return bool(
+            fact.dataset or fact.random or fact.hf_trainer
+            or (fact.silences_print and "silences_print" in self.quieted)
+            or (fact.silences_logging and "silences_logging" in self.quieted)
+        )  # fmt: skip
 
     def _may_use_any(self, facts: Mapping[str, Fact], text: Callable[[], str | None] | None) -> bool:
         """Whether `text` (read on demand; None: unknown) may use a name `facts` are about."""
@@ -211,6 +223,7 @@ class ModuleSummary:
             "consulted": None if self.consulted is None else list(self.consulted),
             "unrun": [list(missed) for missed in self.unrun],
             "called": list(self.called),
+            "quieted": list(self.quieted),
             "collective_called": list(self.collective_called),
             "defined": list(self.defined),
             "per_rank_calls": None if self.per_rank_calls is None else [list(c) for c in self.per_rank_calls],
@@ -229,7 +242,8 @@ class ModuleSummary:
         return cls(
             symbols, aliases, stars, None if exports is None else tuple(exports), None if uses is None else tuple(uses),
             None if consulted is None else tuple(consulted), tuple(tuple(m) for m in data.get("unrun", ())),
-            tuple(data["called"]), tuple(data["collective_called"]),
+            tuple(data["called"]), tuple(data.get("quieted", ("silences_logging", "silences_print"))),
+            tuple(data["collective_called"]),
             tuple(data.get("defined", ())), None if calls is None else tuple((q, e, runs) for q, e, runs in calls),
             None if (unknown := data.get("runs_unknown")) is None else tuple(unknown),
             data.get("distributed_by_text", True),
