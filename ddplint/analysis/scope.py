@@ -42,6 +42,7 @@ QualNames = frozenset  # of str | None
 _BUILTINS = frozenset(dir(builtins)) - {"None", "True", "False", "Ellipsis"}
 _EMPTY: QualNames = frozenset()
 _UNKNOWN_ONLY: QualNames = frozenset({UNKNOWN})
+_MISSING = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +163,7 @@ class ScopeTracker:
         self.final_module_names = _module_final_bindings(module)
         #: Answers of `qualified_names`, valid until the next binding or scope change.
         self._cache: dict[int, QualNames] = {}
+        self._lookups: dict[str, Binding | None] = {}
         #: Counts binding and scope changes: answers derived from the bindings
         #: (rank guards) stay valid while it is unchanged.
         self.generation = 0
@@ -195,7 +197,14 @@ class ScopeTracker:
         return self.stack[-1]
 
     def lookup(self, name: str) -> Binding | None:
-        """The binding `name` has here, or None if it is not bound anywhere."""
+        """The binding `name` has here, or None if it is not bound anywhere
+        (kept, as `qualified_names`, until a binding or scope changes)."""
+        found = self._lookups.get(name, _MISSING)
+        if found is _MISSING:
+            found = self._lookups[name] = self._lookup(name)
+        return found  # type: ignore[return-value]
+
+    def _lookup(self, name: str) -> Binding | None:
         stack = self.stack
         innermost = stack[-1]
         if name in innermost.globals:
@@ -287,6 +296,7 @@ class ScopeTracker:
 
     def _changed(self) -> None:
         self._cache.clear()
+        self._lookups.clear()
         self.generation += 1
 
     def _bind(self, name: str, binding: Binding) -> None:
@@ -479,6 +489,7 @@ def _module_final_bindings(module: cst.Module) -> dict[str, Binding]:
     tracker.module_scope = Scope(ScopeKind.MODULE, module)
     tracker.stack = [tracker.module_scope]
     tracker._cache = {}
+    tracker._lookups = {}
     tracker.generation = 0
     tracker.function_depth = 0
     tracker.final_module_names = {}

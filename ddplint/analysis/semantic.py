@@ -72,6 +72,8 @@ class SemanticModel:
         self._optional = {name: analysis(self) for name, analysis in OPTIONAL_ANALYSES.items() if name in wanted}
         self._flow: ValueFlow | None = None
         self._origins: dict[tuple[int, ...], tuple[cst.CSTNode, ...]] = {}
+        #: (the node being visited, its depth) -> its enclosing function: the last one asked
+        self._enclosing: tuple[tuple[int, int], cst.FunctionDef | None] = ((-1, -1), None)
         self._per_rank_values: PerRankValues | None = None
         self._rank_advice: RankAdvice | None = None
         self._collective_calls: CollectiveCalls | None = None
@@ -166,11 +168,18 @@ class SemanticModel:
         return self._optional["amp"]  # type: ignore[return-value]
 
     def enclosing_function(self) -> cst.FunctionDef | None:
-        """The innermost function around the node being visited."""
-        for node in reversed(self.stack):
-            if isinstance(node, cst.FunctionDef):
-                return node
-        return None
+        """The innermost function around the node being visited (the analyses
+        and rules visiting one node ask in turn: the last answer is kept)."""
+        stack = self.stack
+        key = (id(stack[-1]), len(stack)) if stack else (0, 0)
+        if key != self._enclosing[0]:
+            found = None
+            for node in reversed(stack):
+                if isinstance(node, cst.FunctionDef):
+                    found = node
+                    break
+            self._enclosing = (key, found)
+        return self._enclosing[1]
 
     # ------------------------------------------------------------ names
 
