@@ -122,3 +122,48 @@ def test_a_node_asked_first_inside_a_long_statement_gets_its_own_range() -> None
     decorated = cst.parse_module("@a\n@b(\n  1)\ndef f(): pass\n")
     decorator = decorated.body[0].decorators[1]
     assert Positions(decorated, decorated.code)[decorator] == resolve_positions(decorated)[decorator]
+
+
+class _Held(cst.CSTVisitor):
+    """Each node with the innermost and the outermost statement that hold it."""
+
+    def __init__(self) -> None:
+        self.statements: list[cst.CSTNode] = []
+        self.held: list[tuple[cst.CSTNode, cst.CSTNode, cst.CSTNode]] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.statements:
+            self.held.append((node, self.statements[-1], self.statements[0]))
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self.statements.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if self.statements and self.statements[-1] is original_node:
+            self.statements.pop()
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_a_node_placed_by_the_statement_it_was_reported_in_is_where_libcst_puts_it(name: str) -> None:
+    """A reported node comes with its statement (`Positions.hint`): the
+    innermost one, an outer one, or (a rule's slip) one that does not hold
+    it; its range, and the innermost statement that holds it, are the same
+    as without the hint, and a line of simple statements that holds it
+    places it without an index of every node."""
+    source = SHAPES[name]
+    module = cst.parse_module(source)
+    whole = resolve_positions(module)
+    finder = _Held()
+    module.visit(finder)
+    plain = Positions(module, source)
+    elsewhere = module.body[-1] if module.body else module
+    for node, inner, outer in finder.held:
+        for statement in (inner, outer, elsewhere):
+            hinted = Positions(module, source)
+            hinted.hint(node, statement)
+            assert hinted[node] == whole[node], (type(node).__name__, type(statement).__name__)
+            if statement is inner and isinstance(inner, cst.SimpleStatementLine):
+                assert hinted._anchor_of is None, "placed from its statement alone"
+            hinted = Positions(module, source)
+            hinted.hint(node, statement)
+            assert hinted.statement_of(node) == plain.statement_of(node)

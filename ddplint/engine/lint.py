@@ -161,6 +161,8 @@ def _finalize(
 ) -> tuple[Finding, ...]:
     """The findings of `pending`; `used` gets the (line, code) of the directives that suppressed them."""
     positions = Positions(module, text, tree)
+    for item in pending:
+        positions.hint(item.node, item.statement)
     suppressions = Suppressions.from_source(text) if may_suppress(text) else Suppressions.from_comments((), text)
     lines = text.splitlines()
     findings = []

@@ -25,7 +25,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 from libcst._position import CodePosition
 
-from ddplint.analysis.tree import child_fields, children, every_field
+from ddplint.analysis.tree import child_fields, children, descendants, every_field
 from ddplint.model import Span
 
 
@@ -48,6 +48,8 @@ def to_span(code_range: CodeRange) -> Span:
 
 #: The statements whose own text starts a line: every other node lies in one.
 _ANCHORS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+#: Nodes with no statement below them (a lambda is an expression).
+_NO_STATEMENTS = (cst.BaseExpression, cst.BaseSmallStatement)
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 
 
@@ -123,11 +125,29 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
         self._elifs: set[cst.CSTNode] = set()
         self._whole: Mapping[cst.CSTNode, CodeRange] | None = None
         self._line_starts: list[int] | None = None
+        #: node -> a statement that holds it (`hint`)
+        self._hints: dict[cst.CSTNode, cst.CSTNode] = {}
+        self._statements_placed: bool | None = None
+
+    def hint(self, node: cst.CSTNode, statement: cst.CSTNode) -> None:
+        """`node` lies in `statement` (a line of simple statements or a compound
+        statement: the one a rule reported it in). Its range is then found from
+        where that statement starts, without an index of every node (most
+        files report a few nodes, each in its statement, and nothing else)."""
+        if isinstance(statement, _ANCHORS):
+            self._hints[node] = statement
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         known = self._known.get(node)
         if known is not None:
             return known
+        if self._anchor_of is None and self._whole is None:
+            # A statement, or a node a hint places: its statement's start is enough.
+            held = node if isinstance(node, _ANCHORS) else self._hints.get(node)
+            if held is not None and self._place_statements() and held in self._starts:
+                found = self._place(held, node, stop=True)
+                if found is not None:
+                    return found
         anchor = self._anchor(node)
         if self._whole is not None:
             return self._whole[node]
@@ -140,7 +160,9 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
         """The innermost statement that holds `node` (a line of simple
         statements, or a compound statement whose header, decorators or own
         lines hold it), as it stands in the text; None when not known."""
-        anchor = self._anchor(node)
+        anchor = self._held(node) if self._anchor_of is None else None
+        if anchor is None:
+            anchor = self._anchor(node)
         if anchor is None:
             return None
         line, byte_column = self._starts[anchor]
@@ -204,6 +226,45 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
             self._everything()
             return {}
         return anchor_of
+
+    def _held(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The innermost statement of `node` without an index of every node,
+        where that is certain: a statement holds itself, and a line of simple
+        statements a node a hint places in it (no statement lies between)."""
+        held = node if isinstance(node, _ANCHORS) else self._hints.get(node)
+        if held is not node and not (
+            isinstance(held, cst.SimpleStatementLine) and any(n is node for n in descendants(held))
+        ):
+            return None
+        return held if self._place_statements() and held in self._starts else None
+
+    def _place_statements(self) -> bool:
+        """Pair every statement (a line of simple statements, a compound
+        statement) with where CPython's tree starts it, reading statements
+        alone (not the expressions in them); False where they do not pair up."""
+        if self._statements_placed is None:
+            self._statements_placed = False
+            if self._starts_of is None:
+                self._starts_of = self._statement_starts()
+            starts = self._starts_of
+            if starts is None:
+                return False
+            taken = 0
+            todo: list[cst.CSTNode] = [self._module]
+            while todo:
+                node = todo.pop()
+                if isinstance(node, _ANCHORS):
+                    if taken >= len(starts):
+                        return False
+                    self._starts[node] = starts[taken]
+                    taken += len(node.body) if isinstance(node, cst.SimpleStatementLine) else 1
+                    if isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
+                        self._elifs.add(node.orelse)
+                elif isinstance(node, cst.SimpleStatementSuite):
+                    taken += len(node.body)
+                todo.extend(child for child in reversed(children(node)) if not isinstance(child, _NO_STATEMENTS))
+            self._statements_placed = taken == len(starts)
+        return self._statements_placed
 
     def _statement_starts(self) -> list[tuple[int, int]] | None:
         """Where each of CPython's statements starts, in source order (None
