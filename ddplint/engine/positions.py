@@ -204,21 +204,15 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
         starts = self._starts_of
         anchor_of: dict[cst.CSTNode, cst.CSTNode] = {}
         taken = 0
-        # Depth first in source order; the statements of a one-line suite
-        # (`if x: a; b`) are CPython statements but lie in their header's anchor.
+        # Depth first in source order (`_pair` counts CPython's statements).
         stack: list[tuple[cst.CSTNode, cst.CSTNode | None]] = [(self._module, None)]
         while stack:
             node, anchor = stack.pop()
             if isinstance(node, _ANCHORS):
                 anchor = node
-                if taken >= len(starts):
-                    break
-                self._starts[node] = starts[taken]
-                taken += len(node.body) if isinstance(node, cst.SimpleStatementLine) else 1
-                if isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
-                    self._elifs.add(node.orelse)
-            elif isinstance(node, cst.SimpleStatementSuite):
-                taken += len(node.body)
+            taken = self._pair(node, starts, taken)
+            if taken < 0:
+                break
             if anchor is not None:
                 anchor_of[node] = anchor
             stack.extend((child, anchor) for child in reversed(children(node, fields)))
@@ -251,20 +245,28 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
                 return False
             taken = 0
             todo: list[cst.CSTNode] = [self._module]
-            while todo:
+            while todo and taken >= 0:
                 node = todo.pop()
-                if isinstance(node, _ANCHORS):
-                    if taken >= len(starts):
-                        return False
-                    self._starts[node] = starts[taken]
-                    taken += len(node.body) if isinstance(node, cst.SimpleStatementLine) else 1
-                    if isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
-                        self._elifs.add(node.orelse)
-                elif isinstance(node, cst.SimpleStatementSuite):
-                    taken += len(node.body)
+                taken = self._pair(node, starts, taken)
                 todo.extend(child for child in reversed(children(node)) if not isinstance(child, _NO_STATEMENTS))
             self._statements_placed = taken == len(starts)
         return self._statements_placed
+
+    def _pair(self, node: cst.CSTNode, starts: list[tuple[int, int]], taken: int) -> int:
+        """Give `node`, met in source order after `taken` of CPython's
+        statements, its start if it is a statement; the count after it (the
+        statements of a one-line suite, `if x: a; b`, are CPython's but lie
+        in their header's). -1: LibCST has more statements than CPython."""
+        if isinstance(node, _ANCHORS):
+            if taken >= len(starts):
+                return -1
+            self._starts[node] = starts[taken]
+            if isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
+                self._elifs.add(node.orelse)
+            return taken + (len(node.body) if isinstance(node, cst.SimpleStatementLine) else 1)
+        if isinstance(node, cst.SimpleStatementSuite):
+            return taken + len(node.body)
+        return taken
 
     def _statement_starts(self) -> list[tuple[int, int]] | None:
         """Where each of CPython's statements starts, in source order (None
