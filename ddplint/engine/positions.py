@@ -141,13 +141,11 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
         known = self._known.get(node)
         if known is not None:
             return known
-        if self._anchor_of is None and self._whole is None:
-            # A statement, or a node a hint places: its statement's start is enough.
-            held = node if isinstance(node, _ANCHORS) else self._hints.get(node)
-            if held is not None and self._place_statements() and held in self._starts:
-                found = self._place(held, node, stop=True)
-                if found is not None:
-                    return found
+        held = self._placed(node) if self._anchor_of is None and self._whole is None else None
+        if held is not None:  # its statement's start is enough
+            found = self._place(held, node, stop=True)
+            if found is not None:
+                return found
         anchor = self._anchor(node)
         if self._whole is not None:
             return self._whole[node]
@@ -225,12 +223,16 @@ class Positions(Mapping[cst.CSTNode, CodeRange]):
         """The innermost statement of `node` without an index of every node,
         where that is certain: a statement holds itself, and a line of simple
         statements a node a hint places in it (no statement lies between)."""
+        held = self._placed(node)
+        if held is node or (isinstance(held, cst.SimpleStatementLine) and any(n is node for n in descendants(held))):
+            return held
+        return None
+
+    def _placed(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """A statement that holds `node` (itself, or the one a hint names), once
+        statements are paired with their starts; None when none is known."""
         held = node if isinstance(node, _ANCHORS) else self._hints.get(node)
-        if held is not node and not (
-            isinstance(held, cst.SimpleStatementLine) and any(n is node for n in descendants(held))
-        ):
-            return None
-        return held if self._place_statements() and held in self._starts else None
+        return held if held is not None and self._place_statements() and held in self._starts else None
 
     def _place_statements(self) -> bool:
         """Pair every statement (a line of simple statements, a compound

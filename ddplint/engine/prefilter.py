@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from ddplint.knowledge import NOISE_TEXT, RANK_TEXT, STEP_TEXT, TRAIN_MODE_TEXT, covering_needles
 from ddplint.analysis.collectives import COLLECTIVE_FAMILIES
@@ -96,11 +96,7 @@ def applicable(
     kept = []
     for rule in rules:
         waived = rule.facts_replace if imports_facts else frozenset()
-        tokens = token_probe(rule)
-        if tokens is not None and "tokens" not in waived and not scan.has(tokens):
-            continue
-        context = context_probe(rule, extra_context)
-        if context is not None and "context_tokens" not in waived and not scan.has(context):
+        if any(need not in waived for need in _unmet(rule, scan, extra_context)):
             continue
         if rule.distributed_only and not (per_rank or scan.distributed):
             continue
@@ -111,14 +107,18 @@ def applicable(
 def missed_requirements(rule: type[Rule], scan: TextScan, extra_context: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The requirements of `rule` that facts may replace (`Rule.facts_replace`)
     and the scanned text does not meet."""
-    missed = []
+    return tuple(need for need in _unmet(rule, scan, extra_context) if need in rule.facts_replace)
+
+
+def _unmet(rule: type[Rule], scan: TextScan, extra_context: tuple[str, ...]) -> Iterator[str]:
+    """The text requirements of `rule` the scanned text does not meet, in
+    order (`tokens`, then `context_tokens`), each tested when reached."""
     tokens = token_probe(rule)
-    if "tokens" in rule.facts_replace and tokens is not None and not scan.has(tokens):
-        missed.append("tokens")
+    if tokens is not None and not scan.has(tokens):
+        yield "tokens"
     context = context_probe(rule, extra_context)
-    if "context_tokens" in rule.facts_replace and context is not None and not scan.has(context):
-        missed.append("context_tokens")
-    return tuple(missed)
+    if context is not None and not scan.has(context):
+        yield "context_tokens"
 
 
 @functools.lru_cache(maxsize=None)

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from ddplint.project.facts import Fact
 
 
+#: The facts that quiet output on the other ranks (`Fact` fields), which `ModuleSummary.quieted` records asked.
+QUIETING = ("silences_logging", "silences_print")
+
+
 @dataclass(frozen=True)
 class Symbol:
     """One top-level function, class or variable of a module.
@@ -97,7 +101,7 @@ class ModuleSummary:
     #: Which of the facts that quiet output (`silences_print`, `silences_logging`)
     #: its lint asked about (`Outputs.silenced`): facts of the others about
     #: the names it calls change nothing. Unknown: both.
-    quieted: tuple[str, ...] = ("silences_logging", "silences_print")
+    quieted: tuple[str, ...] = QUIETING
     #: The called names whose being a collective helper would change a finding.
     collective_called: tuple[str, ...] = ()
     #: The module's top-level functions (by name) and the methods of its
@@ -179,8 +183,7 @@ class ModuleSummary:
         """Whether its lint asked a question `fact` answers about the names it calls."""
         return bool(
             fact.dataset or fact.random or fact.hf_trainer
-            or (fact.silences_print and "silences_print" in self.quieted)
-            or (fact.silences_logging and "silences_logging" in self.quieted)
+            or any(getattr(fact, kind) for kind in self.quieted)
         )  # fmt: skip
 
     def _may_use_any(self, facts: Mapping[str, Fact], text: Callable[[], str | None] | None) -> bool:
@@ -242,7 +245,7 @@ class ModuleSummary:
         return cls(
             symbols, aliases, stars, None if exports is None else tuple(exports), None if uses is None else tuple(uses),
             None if consulted is None else tuple(consulted), tuple(tuple(m) for m in data.get("unrun", ())),
-            tuple(data["called"]), tuple(data.get("quieted", ("silences_logging", "silences_print"))),
+            tuple(data["called"]), tuple(data.get("quieted", QUIETING)),
             tuple(data["collective_called"]),
             tuple(data.get("defined", ())), None if calls is None else tuple((q, e, runs) for q, e, runs in calls),
             None if (unknown := data.get("runs_unknown")) is None else tuple(unknown),
