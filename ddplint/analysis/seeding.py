@@ -46,6 +46,7 @@ from ddplint.knowledge import (
     DROPOUT_BY_DEFAULT,
     GENERATOR_CLASSES,
     GLOBAL_RANK_NAMES,
+    HF_TRAINER_PACKAGES,
     MODEL_WRAPPERS,
     MODULE_CONTAINERS,
     MODULE_RETURNING_METHODS,
@@ -128,12 +129,8 @@ COMMON_SEED = re.compile(
     r"\bfully_shard\(|\bFullyShardedDataParallel\(|\bFSDP\(|\bLazyInitContext\b|\bparallelize_module\(|"
     r"\.to_empty\(|\bdevice\(\s*[\"']meta[\"']|device\s*=\s*[\"']meta[\"']"
 )
-#: Trainer classes that reseed every rank with `args.seed` themselves
-#: (`transformers.Trainer`, `trl.SFTTrainer`, ...; Lightning's does not).
-HF_TRAINER_PACKAGES = ("transformers.", "trl.")
-
-
 def is_hf_trainer(qualnames: frozenset) -> bool:
+    """A class derived from one of these (a trainer that reseeds every rank itself)."""
     return any(n and n.startswith(HF_TRAINER_PACKAGES) and n.endswith("Trainer") for n in qualnames)
 
 

@@ -1,5 +1,6 @@
 """The text prefilter: which rules can fire on a file, and whether its
-module summary can hold facts, from its text alone.
+module summary can hold facts, from its text alone (its code: comments and
+prose left out, `code_text`).
 
 A rule declares the tokens without which it cannot fire; a file containing
 none of the enabled rules' tokens (and no summary worth walking for) is
@@ -13,7 +14,8 @@ import functools
 import re
 from typing import TYPE_CHECKING, Iterator
 
-from ddplint.knowledge import NOISE_TEXT, RANK_TEXT, STEP_TEXT, TRAIN_MODE_TEXT, covering_needles
+from ddplint.knowledge import HF_TRAINER_PACKAGES, NOISE_TEXT, RANK_TEXT, STEP_TEXT, TRAIN_MODE_TEXT, covering_needles
+from ddplint.analysis.code_text import code_text
 from ddplint.analysis.collectives import COLLECTIVE_FAMILIES
 from ddplint.analysis.data import ITERABLE_DATASETS, MAP_DATASETS
 from ddplint.analysis.distributed import RANK_HELPER_IMPORT, launched_per_rank, runs_per_rank
@@ -46,10 +48,12 @@ DISTRIBUTED_TEXT = AnyOf((
 
 class TextScan:
     """What the prefilter found in one file's text, each probe run once
-    (the whole-project analysis asks twice: without and with facts)."""
+    (the whole-project analysis asks twice: without and with facts). The
+    probes read its code alone (`code_text`: no comments, no prose)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
+        self.code = code_text(text)
         self._found: dict[Probe | AnyOf | AllOf, bool] = {}
         self._distributed: bool | None = None
         self._words: frozenset[str] | None = None
@@ -60,14 +64,14 @@ class TextScan:
         found = self._found.get(probe)
         if found is None:
             if self._words is None:
-                self._words = words_of(self.text)
-            found = self._found[probe] = probe.matches(self.text, self._words, self._has_substring)
+                self._words = words_of(self.code)
+            found = self._found[probe] = probe.matches(self.code, self._words, self._has_substring)
         return found
 
     def _has_substring(self, needle: str) -> bool:
         found = self._contains.get(needle)
         if found is None:
-            found = self._contains[needle] = needle in self.text
+            found = self._contains[needle] = needle in self.code
         return found
 
     @property
@@ -154,6 +158,8 @@ _SUMMARY_OTHER = AnyOf((
     Probe(_DATASET_BASES, re.compile(rf"\bclass\s+\w+\s*\([^)]*\b(?:{'|'.join(_DATASET_BASES)})\b")),
     Probe.of_substrings(("IterableDataset", "DataPipe", "builtins", "__builtin__")),
     AllOf((Probe.of_substrings(TRAIN_MODE_TEXT), Probe.of_substrings(STEP_TEXT))),  # a trainer: per-rank randomness
+    # A project trainer derived from Hugging Face's, which reseeds every rank (`class Base(Trainer)`).
+    AllOf((Probe.of_substrings(("Trainer",)), Probe.of_words(p.rstrip(".") for p in HF_TRAINER_PACKAGES))),
 ))  # fmt: skip
 #: Noise drawn (per-rank randomness), a fact of module functions only.
 _SUMMARY_NOISE = Probe.of_substrings(NOISE_TEXT)

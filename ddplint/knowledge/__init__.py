@@ -124,6 +124,7 @@ from ddplint.knowledge.frameworks import (  # noqa: F401
     FRAMEWORK_TYPES,
     FrameworkType,
     HF_TRAINER,
+    HF_TRAINER_PACKAGES,
     LIGHTNING_TRAINER,
     LOCAL_RANK_FLAGS,
     ONE_PROCESS_KEYWORDS,

@@ -28,6 +28,10 @@ PL_TRAINER = "pytorch_lightning.Trainer"
 
 HF_TRAINER = "transformers.Trainer"
 
+#: Packages whose trainer classes reseed every rank with `args.seed`
+#: themselves (`transformers.Trainer`, `trl.SFTTrainer`, ...; Lightning's does not).
+HF_TRAINER_PACKAGES = ("transformers.", "trl.")
+
 FABRIC = "lightning.Fabric"
 
 ACCELERATOR = "accelerate.Accelerator"
