@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import re
 
-#: A comment, or a string literal (its prefix letters stay in the text before it).
-_TOKEN = re.compile(
+#: A comment, or a string literal (its prefix letters stay in the text before it),
+#: as CPython's tokenizer splits them (also the outline's, `ddplint.project.outline`).
+STRING_OR_COMMENT = re.compile(
     r"""
       \#[^\r\n]*
     | '''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'''|\Z)
@@ -45,7 +46,7 @@ def code_text(text: str) -> str:
     (each such string becomes ``""`` or the fields it holds)."""
     pieces: list[str] = []
     last = 0
-    for match in _TOKEN.finditer(text):
+    for match in STRING_OR_COMMENT.finditer(text):
         token = match.group()
         if token[0] == "#":
             kept = ""

@@ -20,6 +20,7 @@ from ddplint.engine.notebook import NOTEBOOK_SUFFIX, NotebookError, read_noteboo
 from ddplint.engine.prefilter import TextScan, applicable, missed_requirements, summary_worthy
 from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast, syntax_problem
 from ddplint.model import Finding, Notice, NoticeLevel
+from ddplint.project.outline import outline_tree
 from ddplint.project.role import ALONE, ProjectRole
 from ddplint.project.summary import imports_summary
 from ddplint.reading import shape_notice, too_large_note
@@ -84,14 +85,20 @@ def check_source(
         return FileResult(notices=(too_costly,))
     facts = project.facts
     # The summary's imports: from the first lint of the same bytes (which also compiled
-    # them), else from CPython's tree; without a summary, the syntax check alone, cheaper.
+    # them), else from CPython's tree of the module's outline (`outline_tree`).
     tree, imports = None, project.layout if project.summarize else None
     if imports is None:
-        checked = python_ast(text, path) if project.summarize else syntax_problem(text, path)
-        if isinstance(checked, SourceProblem):
-            return FileResult(_syntax_findings(path, checked, settings, text))
-        if checked is not None:
-            tree, imports = checked, imports_summary(checked)
+        problem = syntax_problem(text, path)
+        if problem is not None:
+            return FileResult(_syntax_findings(path, problem, settings, text))
+        if project.summarize:  # read from the module's outline, a fraction of its whole tree
+            outline = outline_tree(text)
+            if outline is None:
+                checked = python_ast(text, path)
+                if isinstance(checked, SourceProblem):
+                    return FileResult(_syntax_findings(path, checked, settings, text))
+                tree = outline = checked
+            imports = imports_summary(outline)
     every_rule = _visitor_rules(settings.rules)
     scan = TextScan(text)
     # Other modules call its functions on many ranks, or it tests its rank with a
