@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "ddplint.config.settings", "ddplint.project.facts", "ddplint.project.summary", "ddplint.project.role", "ddplint.project.imports",
     )),
     # Vocabularies: which APIs are rank sources, collectives, writers, ...
-    ("knowledge", ("ddplint.knowledge", "ddplint.analysis.probe")),
+    ("knowledge", ("ddplint.knowledge", "ddplint.analysis.probe", "ddplint.analysis.code_text")),
     # Stateless LibCST helpers.
     ("syntax", (
         "ddplint.analysis.names", "ddplint.analysis.calls", "ddplint.analysis.tree", "ddplint.analysis.blocks",
