@@ -7,21 +7,18 @@ below it is pure. Every file is independent of the others.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import functools
 import gc
 import hashlib
-import multiprocessing
 import os
 import signal
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from ddplint.cache import Cache, entry_key, run_key
 from ddplint.config.resolver import ConfigResolver
@@ -31,12 +28,17 @@ from ddplint.fixing import FixMode, fix_file
 from ddplint.model import Notice
 from ddplint.project.facts import NO_FACTS, Fact, FileFacts
 from ddplint.project.imports import imported_names
-from ddplint.project.index import ModuleEntry, ModuleNamer, ProjectIndex, module_names, project_roots, resolve_files
+from ddplint.project.modules import ModuleNamer, module_names, project_roots, resolve_files
 from ddplint.project.summary import ModuleSummary, attribute_uses, imports_summary
 from ddplint.project.role import ALONE, ProjectRole
 from ddplint.reading import read_source, unreadable_notice
 from ddplint.report import Report
 from ddplint.result import FileResult
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+
+    from ddplint.project.index import ModuleEntry, ProjectIndex
 
 
 #: Below this many files to lint, a process pool costs more than it saves.
@@ -227,6 +229,8 @@ def _lint_project(
         remembered = _remembered(cache, run, len(tasks))
         if remembered is not None:
             return remembered, None, tasks
+    from ddplint.project.index import ModuleEntry, ProjectIndex  # here: a remembered run needs no index
+
     by_path = iter(resolved)
     namer = ModuleNamer(roots)
     named = [namer(next(by_path)) if t.path else ((), False) for t in tasks]
@@ -352,6 +356,8 @@ def _remembered(cache: Cache, run: str, count: int) -> list[FileResult] | None:
 def _import_roles(tasks: list[_Task], named: list[tuple[tuple[str, ...], bool]]) -> list[tuple[bool, bool]]:
     """For each file, from the text of the imports: whether another linted file
     imports it, and whether it imports another linted file."""
+    from ddplint.project.index import ModuleEntry, ProjectIndex
+
     known = {name for names, _ in named for name in names}
     wanted: set[str] = set()
     importer: list[bool] = []
@@ -388,6 +394,7 @@ def single_file_facts(index: ProjectIndex | None, path: Path, text: str, roots: 
     if index is None:
         return NO_FACTS
     from ddplint.engine.source import SourceProblem, python_ast  # here: only the single-file modes need it
+    from ddplint.project.index import ModuleEntry
 
     tree = python_ast(text, str(path))
     if isinstance(tree, SourceProblem):
@@ -404,6 +411,9 @@ def _run(tasks: list[_Task], jobs: int) -> list[tuple[FileResult, bool]]:
     the file was found with; in a pool when it pays."""
     if jobs <= 1 or len(tasks) < MIN_FILES_FOR_POOL:
         return [_lint_task(task) for task in tasks]
+    import multiprocessing  # here: a run without a pool (a warm one, a few files) does not import it
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
     import ddplint.engine.lint  # noqa: F401 - LibCST imported once here, the forked workers inherit it
 
     results: list[tuple[FileResult, bool] | None] = [None] * len(tasks)
@@ -429,7 +439,7 @@ def _run(tasks: list[_Task], jobs: int) -> list[tuple[FileResult, bool]]:
     return [r for r in results if r is not None]
 
 
-def _kill(processes: set[multiprocessing.process.BaseProcess]) -> None:
+def _kill(processes: set[BaseProcess]) -> None:
     """End the pool's workers at once (their results are not wanted)."""
     for process in processes:
         with contextlib.suppress(OSError, ValueError):
@@ -477,6 +487,8 @@ def _death_signal() -> bool:
     if sys.platform != "linux":
         return False
     try:
+        import ctypes  # here: only a pool worker asks
+
         prctl = ctypes.CDLL(None, use_errno=True).prctl
         return prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
     except (OSError, AttributeError):  # pragma: no cover - no libc prctl

@@ -17,7 +17,8 @@ from ddplint.cache import Cache
 from ddplint.config.resolver import ConfigResolver
 from ddplint.engine import check_bytes
 from ddplint.project.role import ProjectRole
-from ddplint.project.index import ModuleEntry, ProjectIndex, module_names
+from ddplint.project.index import ModuleEntry, ProjectIndex
+from ddplint.project.modules import module_names
 from ddplint.project.summary import ModuleSummary
 from ddplint.rule import all_rules
 from ddplint.runner import lint_paths

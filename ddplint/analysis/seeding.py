@@ -129,8 +129,11 @@ COMMON_SEED = re.compile(
     r"\bfully_shard\(|\bFullyShardedDataParallel\(|\bFSDP\(|\bLazyInitContext\b|\bparallelize_module\(|"
     r"\.to_empty\(|\bdevice\(\s*[\"']meta[\"']|device\s*=\s*[\"']meta[\"']"
 )
+
+
 def is_hf_trainer(qualnames: frozenset) -> bool:
-    """A class derived from one of these (a trainer that reseeds every rank itself)."""
+    """A class derived from a trainer that reseeds every rank with `args.seed`
+    itself (`HF_TRAINER_PACKAGES`: `transformers.Trainer`, `trl.SFTTrainer`, ...)."""
     return any(n and n.startswith(HF_TRAINER_PACKAGES) and n.endswith("Trainer") for n in qualnames)
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ddplint.config.loader import ConfigError
 from ddplint.config.resolver import ConfigResolver, Overrides
@@ -19,9 +19,11 @@ from ddplint.reporters.text import plural
 from ddplint.report import Report
 from ddplint.cache import Cache, default_cache_dir
 from ddplint.fixing import FixMode, write_fixed
-from ddplint.project.index import ProjectIndex
 from ddplint.paths import git_root, printable, project_root, shown_path
 from ddplint.runner import available_cpus, lint_paths, lint_stdin, project_index, tune_gc
+
+if TYPE_CHECKING:
+    from ddplint.project.index import ProjectIndex
 
 STDIN = Path("-")
 
@@ -267,6 +269,8 @@ def write_atomically(path: Path, data: bytes) -> None:
         regular = stat.S_ISREG(os.stat(path).st_mode)
     except FileNotFoundError:
         regular = None
+    import secrets  # here: only a run that writes a file needs it
+
     temporary = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666) if regular is not False else None
