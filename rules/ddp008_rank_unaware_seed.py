@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ddplint.analysis.guards import Site
-from ddplint.analysis.seeding import seed_call
+from ddplint.analysis.seeding import SEED_TOKENS, seed_call
 from ddplint.lazy import cst
 from ddplint.model import Severity
 from ddplint.rule import Rule
@@ -96,7 +96,7 @@ class RankUnawareSeed(Rule):
     summary = "Every rank seeds its random generators with the same seed."
     requires = frozenset({"rank", "seeds", "randomness"})
     distributed_only = True
-    tokens = ("manual_seed", "manual_seed_all", "seed", "seed_everything", "set_seed", "init_seeds")
+    tokens = SEED_TOKENS
     tags = ("reproducibility", "correctness")
 
     def trigger_Call(self, node: cst.Call) -> bool:

@@ -93,6 +93,10 @@ SEED_HELPERS = frozenset(
     }
 )  # fmt: skip
 
+#: Words without which a module calls no seeder (`seed_call`): the prefilter's
+#: tokens for the rules that judge seeds (a helper's name alone is one).
+SEED_TOKENS = tuple(sorted({name.rsplit(".", 1)[-1] for name in SEED_FUNCTIONS} | SEED_HELPERS))
+
 #: `torch.backends.cudnn.<flag> = ...` settings that a spawned worker does not inherit.
 CUDNN_FLAGS = frozenset({"deterministic", "benchmark"})
 DETERMINISM_CALLS = frozenset({"torch.use_deterministic_algorithms"})
