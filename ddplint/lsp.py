@@ -54,7 +54,7 @@ from ddplint.project.facts import NO_FACTS, FileFacts
 from ddplint.project.index import ProjectIndex
 from ddplint.project.role import ProjectRole
 from ddplint.reading import buffer_notice
-from ddplint.runner import project_index, single_file_facts, tune_gc
+from ddplint.runner import one_collection_per_file, project_index, single_file_facts, tune_gc
 from ddplint.rule import get_rule
 
 logger = logging.getLogger(__name__)
@@ -182,7 +182,8 @@ class DdplintServer(LanguageServer):
             self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=f"{shown}: {too_costly.message}"))
             return [], []
         facts = self.project_facts(path, document.source, resolver)
-        result = check_source(shown, document.source, resolver.settings_for(path), project=ProjectRole(facts=facts))
+        with one_collection_per_file():
+            result = check_source(shown, document.source, resolver.settings_for(path), project=ProjectRole(facts=facts))
         return self._active(result), document.source.splitlines()
 
     def _untitled(self, uri: str, source: str) -> list[Finding]:
@@ -198,7 +199,9 @@ class DdplintServer(LanguageServer):
         if too_costly is not None:  # the same limits as for files: a huge buffer must not block the server
             self.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Warning, message=f"{uri}: {too_costly.message}"))
             return []
-        return self._active(check_source(uri, source, settings))
+        with one_collection_per_file():
+            result = check_source(uri, source, settings)
+        return self._active(result)
 
     def _active(self, result: FileResult) -> list[Finding]:
         """The findings to show; the notices go to the editor's log."""

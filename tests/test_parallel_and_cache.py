@@ -174,3 +174,35 @@ def test_a_file_removed_during_the_run_is_reported(tmp_path, monkeypatch) -> Non
     report = runner.lint_paths([tmp_path], ConfigResolver(cwd=tmp_path), jobs=1)
     assert [(Path(f.path).name, f.rule) for f in report.findings] == [("other.py", "DDP014")]
     assert [n.message.split(":")[0] for n in report.notices] == ["cannot read file"]
+
+
+def test_the_cycle_collector_waits_for_the_end_of_each_file_and_comes_back(tmp_path, monkeypatch) -> None:
+    """Off while a file is linted (its live tree is not scanned over and
+    over), on again after every file, a crashed one included; a caller that
+    turned it off keeps it off."""
+    import gc
+
+    import ddplint.engine
+
+    root = write(tmp_path, {"a.py": "print(1)\n", "b.py": "print(2)\n"})
+    seen: list[bool] = []
+    real = ddplint.engine.check_bytes
+
+    def check(path, *args):  # type: ignore[no-untyped-def]
+        seen.append(gc.isenabled())
+        if path.endswith("b.py"):
+            raise RuntimeError("a rule's bug")
+        return real(path, *args)
+
+    monkeypatch.setattr(ddplint.engine, "check_bytes", check)
+    assert gc.isenabled()
+    report = runner.lint_paths([root], ConfigResolver(cwd=root), jobs=1, cache=None)
+    assert seen == [False, False] and gc.isenabled()
+    assert len(report.notices) == 1 and report.notices[0].path.endswith("b.py")  # the crash, reported
+    gc.disable()
+    try:
+        seen.clear()
+        runner.lint_paths([root], ConfigResolver(cwd=root), jobs=1, cache=None)
+        assert seen == [False, False] and not gc.isenabled()
+    finally:
+        gc.enable()
