@@ -265,7 +265,14 @@ def _lint_project(
         )
         for task, (imported, importer) in zip(tasks, roles)
     ]
-    results = _cached_run(tasks, jobs, cache)
+    # A module that imports linted ones and that none imports is linted once, with the facts of
+    # its imports: its first round reads only its layout (their facts need their own lints alone).
+    last = [i for i, task in enumerate(tasks) if task.project.importer and not task.project.imported]
+    first = list(tasks)
+    for i in last:
+        role = dataclasses.replace(tasks[i].project, layout_only=True)
+        first[i] = dataclasses.replace(tasks[i], project=role, key=tasks[i].cache_key("layout") if cache else None)
+    results = _cached_run(first, jobs, cache)
     entries = [
         ModuleEntry(task.display, names, is_package, result.summary or ModuleSummary())
         for task, (names, is_package), result in zip(tasks, named, results)
@@ -277,6 +284,15 @@ def _lint_project(
     uses_of = _attribute_uses_reader(text_of)
     index = ProjectIndex(entries, uses_of)
     tasks = list(tasks)
+    last = [i for i in last if results[i].summary is not None]  # else its first result is its last (no syntax)
+    if last:
+        for i in last:
+            used[i] = index.file_facts(entries[i])
+            tasks[i] = tasks[i].with_facts(used[i], cache, layouts[i])
+        for i, result in zip(last, _cached_run([tasks[i] for i in last], jobs, cache)):
+            results[i] = result
+            entries[i] = dataclasses.replace(entries[i], summary=result.summary or entries[i].summary)
+        index = ProjectIndex(entries, uses_of)
     for _ in range(MAX_PROJECT_ROUNDS):
         changed = {}
         for i, entry in enumerate(entries):

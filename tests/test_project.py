@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -35,6 +36,34 @@ def findings(root: Path, project: bool = True, cache: Cache | None = None, jobs:
         for f in report.findings
         if f.suppressed is None
     )
+
+
+def lints(monkeypatch) -> list[str]:
+    """The files linted from now on, one entry a lint (a first round that
+    only reads a module's layout, for a lint once facts are known, is none)."""
+    linted: list[str] = []
+    real = runner._lint_task
+
+    def lint(task):  # type: ignore[no-untyped-def]
+        if not task.project.layout_only:
+            linted.append(task.display)
+        return real(task)
+
+    monkeypatch.setattr(runner, "_lint_task", lint)
+    return linted
+
+
+def wrappers(lib: str) -> str:
+    """A module wrapping each top-level function and class of `lib` (saved as
+    `base.py`): the facts of its names reach a script only after their own
+    round, a round after the script's first lint (which had `base`'s)."""
+    names = re.findall(r"^(def|class) (\w+)", lib, re.M)
+    imports = ", ".join(f"{name} as _{name}" for _, name in names)
+    defined = "".join(
+        f"\n\nclass {name}(_{name}):\n    pass\n" if kind == "class" else f"\n\ndef {name}():\n    return _{name}()\n"
+        for kind, name in names
+    )
+    return f"from base import {imports}\n{defined}"
 
 
 def annotated(root: Path, read=expectations) -> Counter:
@@ -156,9 +185,7 @@ def test_editing_a_helper_relints_its_importers_only(tmp_path, monkeypatch) -> N
     write(root, {"other.py": "import torch\nprint(torch.ones(1))\n"})
     cache = Cache(tmp_path / "cache")
     assert ("main.py", 19, "DDP001") in findings(root, cache=cache)
-    linted: list[str] = []
-    real = runner._lint_task
-    monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+    linted = lints(monkeypatch)
     findings(root, cache=cache)
     assert linted == []  # warm: nothing linted again
     misc = root / "util" / "misc.py"
@@ -176,12 +203,29 @@ def test_facts_about_names_a_module_never_uses_do_not_relint_it(tmp_path, monkey
         "pkg/__init__.py": "from .dist import *\n\n__version__ = '1.0'\n",
         "train.py": "import torch.distributed as dist\nfrom pkg import sync\n\nif dist.get_rank() == 0:\n    sync()\n",
     })  # fmt: skip
-    linted: list[str] = []
-    real = runner._lint_task
-    monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+    linted = lints(monkeypatch)
     assert ("train.py", 5, "DDP001") in findings(root)
     counts = Counter(str(Path(d).relative_to(root)) for d in linted)
-    assert counts == {"pkg/dist.py": 1, "pkg/__init__.py": 1, "train.py": 2}
+    assert counts == {"pkg/dist.py": 1, "pkg/__init__.py": 1, "train.py": 1}  # no module imports it: once, with facts
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_script_no_module_imports_is_linted_once_with_the_facts_of_its_imports(tmp_path, monkeypatch, jobs) -> None:
+    """Its first round reads only its imports; its one lint already knows
+    that `sync` performs a collective. A script CPython rejects has its
+    DDP000 from that first round, and no lint after it."""
+    root = write(tmp_path / "proj", {
+        "comm.py": "import torch.distributed as dist\n\n\ndef sync():\n    dist.barrier()\n",
+        "train.py": "import torch.distributed as dist\nfrom comm import sync\n\nif dist.get_rank() == 0:\n    sync()\n",
+        "broken.py": "from comm import sync\n\nif True\n    sync()\n",
+        **{f"more{i}.py": "import comm\n" for i in range(8)},  # enough files for a pool at -j2
+    })  # fmt: skip
+    linted = lints(monkeypatch) if jobs == 1 else []  # a pool's workers run the function they were forked with
+    found = findings(root, jobs=jobs)
+    assert found == Counter({("train.py", 5, "DDP001"): 1, ("broken.py", 3, "DDP000"): 1})
+    if jobs == 1:
+        counts = Counter(str(Path(d).relative_to(root)) for d in linted)
+        assert counts["train.py"] == 1 and counts["comm.py"] == 1 and counts["broken.py"] == 0
 
 
 def test_a_collective_helper_relints_only_the_modules_that_call_it_under_a_rank_guard(tmp_path, monkeypatch) -> None:
@@ -198,14 +242,13 @@ def test_a_collective_helper_relints_only_the_modules_that_call_it_under_a_rank_
             "import torch.distributed as dist\nfrom comm import sync\n\n\ndef finish():\n    sync()\n\n\n"
             "if dist.get_rank() == 0:\n    finish()\ndist.barrier()\n"
         ),
+        "main.py": "import chain\nimport everyone\n",  # imported, they are linted before the facts are known
     })  # fmt: skip
-    linted: list[str] = []
-    real = runner._lint_task
-    monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+    linted = lints(monkeypatch)
     found = findings(root)
     assert [(path, line) for path, line, code in found if code == "DDP001"] == [("chain.py", 10)]
     counts = Counter(str(Path(d).relative_to(root)) for d in linted)
-    assert counts == {"comm.py": 1, "everyone.py": 1, "chain.py": 2}
+    assert counts == {"comm.py": 1, "everyone.py": 1, "chain.py": 2, "main.py": 1}
 
 
 @pytest.mark.parametrize("guarded", [False, True])
@@ -223,13 +266,11 @@ def test_a_file_linted_with_facts_is_linted_again_only_for_facts_it_consulted(tm
             "dist.init_process_group('gloo')\nif dist.get_rank() == 0:\n    sync()\n" + call
         ),
     })  # fmt: skip
-    linted: list[str] = []
-    real = runner._lint_task
-    monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+    linted = lints(monkeypatch)
     found = [(path, line) for path, line, code in findings(root) if code == "DDP001"]
     assert found == ([("train.py", 8), ("train.py", 10)] if guarded else [("train.py", 8)])
     counts = Counter(str(Path(d).relative_to(root)) for d in linted)
-    assert counts == {"comm.py": 1, "helpers.py": 2, "train.py": 3 if guarded else 2}
+    assert counts == {"comm.py": 1, "helpers.py": 2, "train.py": 2 if guarded else 1}
 
 
 def test_config_src_roots(tmp_path) -> None:
@@ -337,9 +378,7 @@ def test_callers_arriving_relint_a_library_only_where_a_rule_asked_who_runs_it(t
         lib += "\n\ndef save(state):\n    torch.save(state, 'ckpt.pt')\n"
         train = train.replace("save_own\n", "save_own, save\n") + "save({})\n"
     root = write(tmp_path / "proj", {"lib.py": lib, "train.py": train})
-    linted: list[str] = []
-    real = runner._lint_task
-    monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+    linted = lints(monkeypatch)
     found = [(path, line, code) for path, line, code in findings(root) if code in ("DDP006", "DDP007")]
     assert found == ([("lib.py", 14, "DDP006")] if shared else [])
     assert Counter(str(Path(d).relative_to(root)) for d in linted)["lib.py"] == (2 if shared else 1)
@@ -366,14 +405,13 @@ def test_facts_that_cannot_enable_a_rule_left_out_relint_only_where_consulted(tm
     )
     if helper:
         train = train.replace("AugData\n", f"AugData, {helper}\n") + f"\n\n{helper}()\n"
-    root = write(tmp_path / "proj", {"lib.py": lib, "train.py": train})
-    linted: list[str] = []
-    real, index = runner._lint_task, runner._lint_project
-    monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+    root = write(tmp_path / "proj", {"base.py": lib, "lib.py": wrappers(lib), "train.py": train})
+    linted = lints(monkeypatch)
+    index = runner._lint_project
     projects: list = []
     monkeypatch.setattr(runner, "_lint_project", lambda *a, **k: projects.append(index(*a, **k)) or projects[-1])
     assert not [f for f in findings(root) if f[0] == "train.py"]
-    symbols = {name: s for entry in projects[0][1].entries for name, s in entry.summary.symbols.items()}
+    symbols = next(e.summary.symbols for e in projects[0][1].entries if e.display.endswith("base.py"))
     assert symbols["AugData"].random and symbols["is_first"].rank and symbols["sync"].collective
     assert Counter(str(Path(d).relative_to(root)) for d in linted)["train.py"] == (2 if helper == "sync" else 1)
 
@@ -386,10 +424,8 @@ def test_a_rule_left_out_for_want_of_a_rank_test_is_enabled_by_a_rank_helper_alo
     lib = "import torch.distributed as dist\n\n\ndef is_first():\n    return dist.get_rank() == 0\n\n\ndef sync():\n    dist.barrier()\n"
     call = "if is_first():\n    dist.barrier()\n" if helper == "is_first" else "sync()\ndist.barrier()\n"
     train = f"import torch.distributed as dist\nfrom lib import {helper}\n\ndist.init_process_group('gloo')\n{call}"
-    root = write(tmp_path / "proj", {"lib.py": lib, "train.py": train})
-    linted: list[str] = []
-    real = runner._lint_task
-    monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+    root = write(tmp_path / "proj", {"base.py": lib, "lib.py": wrappers(lib), "train.py": train})
+    linted = lints(monkeypatch)
     found = [(path, line) for path, line, code in findings(root) if code == "DDP001"]
     assert found == ([("train.py", 6)] if helper == "is_first" else [])
     assert Counter(str(Path(d).relative_to(root)) for d in linted)["train.py"] == (2 if helper == "is_first" else 1)
@@ -407,10 +443,8 @@ def test_a_logging_helper_relints_only_a_module_whose_rules_asked_what_quiets_it
     )
     log = "for batch in range(3):\n    loss.backward()\n    logging.info('step')\n" if every_step else "logging.info('done')\n"
     train = f"import logging\nimport torch.distributed as dist\nfrom lib import setup\n\ndist.init_process_group('gloo')\nsetup()\n{log}"
-    root = write(tmp_path / "proj", {"lib.py": lib, "train.py": train})
-    linted: list[str] = []
-    real = runner._lint_task
-    monkeypatch.setattr(runner, "_lint_task", lambda task: linted.append(task.display) or real(task))
+    root = write(tmp_path / "proj", {"base.py": lib, "lib.py": wrappers(lib), "train.py": train})
+    linted = lints(monkeypatch)
     assert not [f for f in findings(root) if f[0] == "train.py"]
     assert Counter(str(Path(d).relative_to(root)) for d in linted)["train.py"] == (2 if every_step else 1)
     alone = [(path, line) for path, line, code in findings(root, project=False) if code == "DDP007"]

@@ -99,6 +99,8 @@ def check_source(
                     return FileResult(_syntax_findings(path, checked, settings, text))
                 tree = outline = checked
             imports = imports_summary(outline)
+            if project.layout_only:
+                return FileResult(summary=imports)
     every_rule = _visitor_rules(settings.rules)
     scan = TextScan(text)
     # Other modules call its functions on many ranks, or it tests its rank with a

@@ -24,6 +24,9 @@ class ProjectRole:
     #: (`ModuleSummary.layout`), for a re-lint of the same bytes: it reads no
     #: CPython tree again (the bytes compiled then).
     layout: ModuleSummary | None = None
+    #: Only its layout is wanted now (`FileResult.summary`, nothing linted): a
+    #: module no other imports is linted once the facts of its imports are known.
+    layout_only: bool = False
 
 
 #: A file linted on its own.
