@@ -29,7 +29,7 @@ from ddplint.model import Notice
 from ddplint.project.facts import NO_FACTS, Fact, FileFacts
 from ddplint.project.imports import imported_names
 from ddplint.project.modules import ModuleNamer, module_names, project_roots, resolve_files
-from ddplint.project.summary import ModuleSummary, attribute_uses, imports_summary
+from ddplint.project.summary import ModuleSummary, attribute_uses
 from ddplint.project.role import ALONE, ProjectRole
 from ddplint.reading import read_source, unreadable_notice
 from ddplint.report import Report
@@ -431,14 +431,14 @@ def single_file_facts(index: ProjectIndex | None, path: Path, text: str, roots: 
     """The facts of the helpers that `text` (the file at `path`, maybe unsaved) imports."""
     if index is None:
         return NO_FACTS
-    from ddplint.engine.source import SourceProblem, python_ast  # here: only the single-file modes need it
+    from ddplint.engine import read_layout  # here: only the single-file modes need it
+    from ddplint.engine.source import SourceProblem
     from ddplint.project.index import ModuleEntry
 
-    tree = python_ast(text, str(path))
-    if isinstance(tree, SourceProblem):
+    read = read_layout(text, str(path))
+    if isinstance(read, SourceProblem):  # its lint reports it; no facts can change that
         return NO_FACTS
-    summary = imports_summary(tree)
-    summary = dataclasses.replace(summary, uses=attribute_uses(text, summary.aliases))
+    summary = dataclasses.replace(read[0], uses=attribute_uses(text, read[0].aliases))
     resolved = resolve_files([path])
     names, is_package = module_names(resolved[0], project_roots(roots, resolved))
     return index.file_facts(ModuleEntry(str(path), names, is_package, summary))

@@ -310,10 +310,16 @@ def test_relative_names() -> None:
     assert ProjectIndex.absolute("abs.x", module) == "abs.x"
 
 
-def test_stdin_uses_the_project_on_disk(ddplint, tmp_path) -> None:
+@pytest.mark.parametrize("tabs", [False, True])
+def test_stdin_uses_the_project_on_disk(ddplint, tmp_path, tabs) -> None:
+    """The buffer's imports are read from its outline, or (indented with
+    tabs, which the outline does not measure) from its whole tree."""
     root = tmp_path / "proj"
     shutil.copytree(FIXTURES / "projects" / "detr_style", root)
     main = (root / "main.py").read_bytes()
+    if tabs:
+        main = re.sub(rb"(?m)^((?:    )+)", lambda m: b"\t" * (len(m.group(1)) // 4), main)
+        assert b"\n\t" in main
     run = ddplint("-", "--stdin-filename", "main.py", "--format", "json", "--exit-zero", cwd=root, stdin=main)
     from_stdin = sorted((f["line"], f["rule"]) for f in run.json())
     on_disk = sorted((f["line"], f["rule"]) for f in ddplint(".", "--format", "json", "--exit-zero", cwd=root).json() if f["path"] == "main.py")

@@ -9,6 +9,7 @@ the LibCST half, is imported only for a file that some rule applies to.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 
@@ -22,14 +23,14 @@ from ddplint.engine.source import SourceError, SourceProblem, decode_source, pyt
 from ddplint.model import Finding, Notice, NoticeLevel
 from ddplint.project.outline import outline_tree
 from ddplint.project.role import ALONE, ProjectRole
-from ddplint.project.summary import imports_summary
+from ddplint.project.summary import ModuleSummary, imports_summary
 from ddplint.reading import shape_notice, too_large_note
 from ddplint.result import FileResult
 from ddplint.rule import Rule, all_rules
 
 SYNTAX_ERROR = "DDP000"
 
-__all__ = ["FileResult", "check_bytes", "check_source", "lint_source"]
+__all__ = ["FileResult", "check_bytes", "check_source", "lint_source", "read_layout"]
 
 
 def lint_source(path: str, text: str, settings: Settings | None = None) -> list[Finding]:
@@ -71,6 +72,18 @@ def _check_notebook(
     return dataclasses.replace(result, findings=tuple(notebook.finding(f) for f in result.findings))
 
 
+def read_layout(text: str, path: str) -> tuple[ModuleSummary, ast.Module | None] | SourceProblem:
+    """What the whole-project analysis reads of a module's text (its
+    `imports_summary`), from CPython's tree of its outline (a fraction of the
+    whole tree); where it has none, from the whole tree, returned too (it
+    places findings), or the error `compile()` gives instead."""
+    outline = outline_tree(text)
+    if outline is not None:
+        return imports_summary(outline), None
+    tree = python_ast(text, path)
+    return tree if isinstance(tree, SourceProblem) else (imports_summary(tree), tree)
+
+
 def check_source(
     path: str,
     text: str,
@@ -91,14 +104,11 @@ def check_source(
         problem = syntax_problem(text, path)
         if problem is not None:
             return FileResult(_syntax_findings(path, problem, settings, text))
-        if project.summarize:  # read from the module's outline, a fraction of its whole tree
-            outline = outline_tree(text)
-            if outline is None:
-                checked = python_ast(text, path)
-                if isinstance(checked, SourceProblem):
-                    return FileResult(_syntax_findings(path, checked, settings, text))
-                tree = outline = checked
-            imports = imports_summary(outline)
+        if project.summarize:
+            read = read_layout(text, path)
+            if isinstance(read, SourceProblem):
+                return FileResult(_syntax_findings(path, read, settings, text))
+            imports, tree = read
             if project.layout_only:
                 return FileResult(summary=imports)
     every_rule = _visitor_rules(settings.rules)
