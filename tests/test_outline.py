@@ -52,6 +52,22 @@ SHAPES = {
         "            return 1\n    case _:\n        pass\n\n\ndef outer():\n    import inner_import\n    def inner():\n"
         "        class Local:\n            def m(self): pass\n        return Local\n    return inner\n"
     ),
+    "statements the summary does not read, left out": (
+        "x = 1; import kept\nconfig = dict(\n    a=1,\n)\nif flag:\n    value = 2\nelse:\n    value = 3\n"
+        "async def main():\n    pass\n\n\nasync def runner(): return 1\n"
+        "try:\n    run()\nexcept (ValueError,\n        KeyError):\n    @cache\n    def fallback(): ...\n"
+        "with open('f') as fh:\n    data = fh.read()\n__all__ = ['kept', 'Model'] + other\n__all__ = ('kept',\n 'Model')\n"
+        "@dataclass(frozen=True)\nclass Model(Base, metaclass=Meta):\n    name: str = 'x'\n"
+        "    def method(self, a: dict = {'k': 1}, *args,\n               **kw) -> 'Model':\n        return self\n"
+        "class Empty(Base): x = 1\nfor i in range(3):\n    print(i)\nelse:\n    from . import late\n"
+        "while True:\n    break\n" + ("def typed[T](x: T) -> T: return x\n" if sys.version_info >= (3, 12) else "")
+    ),
+    "blocks it does not read in, with their clauses": (
+        "import asyncio\n\n\nasync def f():\n    async for x in y:\n        import inner\n    else:\n        pass\n\n\n"
+        "if True:\n    async with lock:\n        import in_async_with\n    else_value = 1\n"
+        "match command:\n    case 'a':\n        import in_case\n    case _:\n        pass\n"
+        "if x:\n    pass\nelif y:\n    from . import in_elif\n"
+    ),
     "strings with escapes and prefixes": (
         "s = 'it\\'s # not a comment'\nt = r'\\d+' + b\"\\\"\" + f'{s!r:>{10}}'\nu = '''a ''' + \"\"\"b \\\"\"\" c\"\"\"\n"
         "import after_strings\n\n\ndef h():\n    return f'''{\n        s}'''\n\n\nimport last\n"

@@ -8,9 +8,14 @@ compiling it (for timm, mmengine and accelerate: 2.0-2.4 s against
 statements, those inside top-level ``if``/``for``/``while``/``with``/``try``
 blocks, and the ``def`` lines of its classes' methods.
 
-The outline is the module's text with every function body (of a function
-anywhere) and every other statement of a class body left out, each line in
-its place: CPython builds its tree at a fraction of the cost, and
+The outline is the module's text with only what the summary reads, each
+line in its place: imports, ``__all__``, the blocks the summary reads in
+(``if``, ``for``, ``while``, ``with``, ``try`` and their clauses, and
+lines of several statements, whole), and each definition's line up to its
+name (``def name():``, ``class Name:``; methods in a class's body); every
+function body, other statement and decorator is left out (a block left
+empty holds ``pass``). CPython builds its tree at a tenth of the cost of the
+whole tree's, and
 `imports_summary` reads the same there (the test suite checks it against the
 full tree over real code). Lines are split into logical lines as CPython's
 tokenizer does: strings and comments (`STRING_OR_COMMENT`), brackets and
@@ -36,6 +41,16 @@ _IN_STRING = "\x01"
 #: Python 3.12 lets an f-string's fields hold its own quotes, comments and
 #: line breaks (PEP 701: ``f"{d["key"]}"``), which one expression cannot split.
 _NESTED_QUOTES = sys.version_info >= (3, 12)
+
+#: A definition's line up to its name.
+_DEFINITION = re.compile(r" *(?:async[ \t]+)?(?:def|class)[ \t]+\w+")
+#: The first word of a logical line.
+_FIRST_WORD = re.compile(r" *([A-Za-z_]\w*)")
+#: Statements `imports_summary` reads (the first word of their line): imports and ``__all__``.
+_READ = frozenset({"import", "from", "__all__"})
+#: Blocks whose statements it reads as the top level's, and their clauses (which
+#: continue only these in text CPython compiles: `async for` is a function's).
+_BLOCKS = frozenset({"if", "elif", "else", "for", "while", "with", "try", "except", "finally"})
 
 # What a block's statements are in the outline:
 _KEEP = 0  # kept: the module's top level (or a block `imports_summary` does not read, kept whole)
@@ -121,10 +136,21 @@ def _outline(text: str) -> str | None:
         keyword = opener.group(1) if opener else None
         opens = masked[last].endswith(":")  # a block follows on the lines below
         inside = blocks[-1] if blocks else [-1, _KEEP, True]
-        if inside[1] == _KEEP or (inside[1] == _CLASS and keyword == "def"):
-            out[first : last + 1] = lines[first : last + 1]
+        if inside[1] == _KEEP:
+            word = _FIRST_WORD.match(line)
+            word = word.group(1) if word else ""
+            # A definition, an import, `__all__`, a block read in (its clauses too); a line of several statements, whole.
+            keep = keyword is not None or word in _READ or word in _BLOCKS or ";" in line
+        else:
+            keep = inside[1] == _CLASS and keyword == "def"
+        if keep:
+            header = _DEFINITION.match(line) if keyword else None
+            if header:  # its name and line are what is read: not its parameters, bases or decorators
+                out[first] = f"{header.group()}{'()' if keyword == 'def' else ''}:{'' if opens else ' pass'}"
+            else:
+                out[first : last + 1] = lines[first : last + 1]
             inside[2] = True
-            if opens:  # blocks of the top level (and any other, `match`) are kept whole
+            if opens:  # the blocks `imports_summary` reads in are outlined; a class keeps its `def` lines
                 blocks.append([indent, _DROP if keyword == "def" else _CLASS if keyword == "class" else _KEEP, False])
         else:  # left out: the first statement of the block stands as `pass`
             if not inside[2]:
