@@ -14,8 +14,8 @@ line in its place: imports, ``__all__``, the blocks the summary reads in
 lines of several statements, whole), and each definition's line up to its
 name (``def name():``, ``class Name:``; methods in a class's body); every
 function body, other statement and decorator is left out (a block left
-empty holds ``pass``). CPython builds its tree at a tenth of the cost of the
-whole tree's, and
+empty holds ``pass``). CPython builds its tree at a small fraction of the
+cost of the whole tree's, and
 `imports_summary` reads the same there (the test suite checks it against the
 full tree over real code). Lines are split into logical lines as CPython's
 tokenizer does: strings and comments (`STRING_OR_COMMENT`), brackets and
@@ -53,7 +53,7 @@ _READ = frozenset({"import", "from", "__all__"})
 _BLOCKS = frozenset({"if", "elif", "else", "for", "while", "with", "try", "except", "finally"})
 
 # What a block's statements are in the outline:
-_KEEP = 0  # kept: the module's top level (or a block `imports_summary` does not read, kept whole)
+_KEEP = 0  # the module's top level and the blocks `imports_summary` reads in: what it reads is kept
 _CLASS = 1  # a class body: its `def` lines kept, the rest left out
 _DROP = 2  # left out: a function's body, a class's other statements
 
