@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ddplint.engine import suppression
@@ -84,16 +84,17 @@ _PIECES = st.sampled_from([
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_PIECES, max_size=14).map("".join))
+@example("# ddplint: noqa:DDP0")  # file-wide: it silences, and DDP100 does not judge it
 def test_the_raw_text_holds_every_directive_its_comments_do(text: str) -> None:
     """The cheap checks that skip tokenizing may say yes where no comment holds a directive
-    (a string does), never no where one does."""
+    (a string does), never no where one does: any directive that may silence a finding, and
+    any line directive naming a ddplint code (the ones DDP100 judges unused)."""
     from ddplint.engine.noqa import _names_ddplint_codes
 
     found = Suppressions.from_source(text)
-    directives = [*found.by_line.values(), *found.file_wide]
-    if any(d.covers("DDP001") or d.covers("DDP100") or d.covers("DDP014") for d in directives):
+    if any(d.covers("DDP001") or d.covers("DDP100") or d.covers("DDP014") for d in [*found.by_line.values(), *found.file_wide]):
         assert suppression.may_suppress(text)
-    if any(d.codes and any(c.startswith("DDP") for c in d.codes) for d in directives):
+    if any(d.codes and any(c.startswith("DDP") for c in d.codes) for d in found.by_line.values()):
         assert _names_ddplint_codes(text)
 
 
