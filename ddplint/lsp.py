@@ -230,18 +230,16 @@ class DdplintServer(LanguageServer):
         return outcome.text if outcome.applied and outcome.text != document.source else None
 
     def publish(self, uri: str) -> None:
-        """Lint `uri` and publish its diagnostics (never raises); the lint's
-        garbage is collected once they are sent, not before."""
-        with one_collection_per_file():
-            try:
-                findings, lines = self.findings(uri)
-            except ConfigError as exc:
-                self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"ddplint: {exc}"))
-                return
-            path = uri_to_path(uri)
-            root = self.resolver_for(path).cwd if path is not None else None
-            diagnostics = [self.diagnostic(f, lines, uri, root) for f in findings]
-            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
+        """Lint `uri` and publish its diagnostics (never raises)."""
+        try:
+            findings, lines = self.findings(uri)
+        except ConfigError as exc:
+            self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=f"ddplint: {exc}"))
+            return
+        path = uri_to_path(uri)
+        root = self.resolver_for(path).cwd if path is not None else None
+        diagnostics = [self.diagnostic(f, lines, uri, root) for f in findings]
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
 
     def publish_later(self, uri: str) -> None:
         """Debounced `publish`, for keystrokes."""
