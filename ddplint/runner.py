@@ -284,14 +284,22 @@ def _lint_project(
     uses_of = _attribute_uses_reader(text_of)
     index = ProjectIndex(entries, uses_of)
     tasks = list(tasks)
+
+    def lint_with(todo: dict[int, FileFacts]) -> bool:
+        """Lint each file of `todo` with its facts; whether a summary moved (as others see it)."""
+        for i, facts in todo.items():
+            tasks[i] = tasks[i].with_facts(facts, cache, layouts[i])
+        moved = False
+        for i, result in zip(todo, _cached_run([tasks[i] for i in todo], jobs, cache)):
+            results[i], used[i] = result, todo[i]
+            summary = result.summary or entries[i].summary
+            moved = moved or not summary.shows_the_same(entries[i].summary)
+            entries[i] = dataclasses.replace(entries[i], summary=summary)
+        return moved
+
     last = [i for i in last if results[i].summary is not None]  # else its first result is its last (no syntax)
-    if last:
-        for i in last:
-            used[i] = index.file_facts(entries[i])
-            tasks[i] = tasks[i].with_facts(used[i], cache, layouts[i])
-        for i, result in zip(last, _cached_run([tasks[i] for i in last], jobs, cache)):
-            results[i] = result
-            entries[i] = dataclasses.replace(entries[i], summary=result.summary or entries[i].summary)
+    if last:  # the index is rebuilt whatever moved: their first summaries held their layouts alone
+        lint_with({i: index.file_facts(entries[i]) for i in last})
         index = ProjectIndex(entries, uses_of)
     for _ in range(MAX_PROJECT_ROUNDS):
         changed = {}
@@ -311,19 +319,7 @@ def _lint_project(
                 changed[i] = facts
             else:
                 used[i] = facts  # facts about names its lint never asked about change nothing
-        if not changed:
-            break
-        todo = list(changed)
-        for i in todo:
-            tasks[i] = tasks[i].with_facts(changed[i], cache, layouts[i])
-        rerun = _cached_run([tasks[i] for i in todo], jobs, cache)
-        moved = False
-        for i, result in zip(todo, rerun):
-            results[i], used[i] = result, changed[i]
-            summary = result.summary or entries[i].summary
-            moved = moved or not summary.shows_the_same(entries[i].summary)
-            entries[i] = dataclasses.replace(entries[i], summary=summary)
-        if not moved:
+        if not changed or not lint_with(changed):
             break  # every file's facts are what they were: the index answers as it would rebuilt
         index = ProjectIndex(entries, uses_of)
     if run is not None and cache is not None and all(t.key for t in tasks):
