@@ -34,16 +34,14 @@ import warnings
 
 from ddplint.analysis.code_text import STRING_OR_COMMENT
 
-#: A logical line defining a function or a class.
-_OPENER = re.compile(r" *(?:async[ \t]+)?(def|class)\b")
+#: A logical line defining a function or a class: its keyword, and the line up to its name.
+_OPENER = re.compile(r" *(?:async[ \t]+)?(def|class)\b(?:[ \t]+\w+)?")
 #: Marks a line that continues a string begun on a line before it.
 _IN_STRING = "\x01"
 #: Python 3.12 lets an f-string's fields hold its own quotes, comments and
 #: line breaks (PEP 701: ``f"{d["key"]}"``), which one expression cannot split.
 _NESTED_QUOTES = sys.version_info >= (3, 12)
 
-#: A definition's line up to its name.
-_DEFINITION = re.compile(r" *(?:async[ \t]+)?(?:def|class)[ \t]+\w+")
 #: The first word of a logical line.
 _FIRST_WORD = re.compile(r" *([A-Za-z_]\w*)")
 #: Statements `imports_summary` reads (the first word of their line): imports and ``__all__``.
@@ -144,9 +142,9 @@ def _outline(text: str) -> str | None:
         else:
             keep = inside[1] == _CLASS and keyword == "def"
         if keep:
-            header = _DEFINITION.match(line) if keyword else None
-            if header:  # its name and line are what is read: not its parameters, bases or decorators
-                out[first] = f"{header.group()}{'()' if keyword == 'def' else ''}:{'' if opens else ' pass'}"
+            # A definition's name and line are what is read: not its parameters, bases or decorators.
+            if opener and opener.end() > opener.end(1):
+                out[first] = f"{opener.group()}{'()' if keyword == 'def' else ''}:{'' if opens else ' pass'}"
             else:
                 out[first : last + 1] = lines[first : last + 1]
             inside[2] = True
