@@ -228,6 +228,50 @@ def test_a_script_no_module_imports_is_linted_once_with_the_facts_of_its_imports
         assert counts["train.py"] == 1 and counts["comm.py"] == 1 and counts["broken.py"] == 0
 
 
+@pytest.mark.parametrize("listed", [False, True])
+def test_a_package_re_exporting_a_class_is_not_linted_again_for_facts_about_its_methods(tmp_path, monkeypatch, listed) -> None:
+    """The facts of `Meter.sync` reach `train.py` through `pkg/__init__.py`,
+    which only re-exports the class (its name occurs in the import, and in
+    ``__all__``): nothing there calls the method, so its lint stands."""
+    exports = "\n__all__ = ['Meter']\n" if listed else ""
+    root = write(tmp_path / "proj", {
+        "pkg/meters.py": "import torch.distributed as dist\n\n\nclass Meter:\n    def sync(self):\n        dist.barrier()\n",
+        "pkg/__init__.py": f"from .meters import Meter\n{exports}",
+        "train.py": "import torch.distributed as dist\nfrom pkg import Meter\n\nmeter = Meter()\nif dist.get_rank() == 0:\n    meter.sync()\n",
+    })  # fmt: skip
+    linted = lints(monkeypatch)
+    assert findings(root) == Counter({("train.py", 6, "DDP001"): 1})
+    counts = Counter(str(Path(d).relative_to(root)) for d in linted)
+    assert counts == {"pkg/meters.py": 1, "pkg/__init__.py": 1, "train.py": 1}
+
+
+@pytest.mark.parametrize(
+    ("text", "needed"),
+    [
+        ("from .meters import Meter\n", False),
+        ("from .meters import Meter\n\n__all__ = ['Meter']\n", False),
+        ("from .meters import Meter\n\nDEFAULT = Meter()\n", True),  # an instance: its methods may be called
+        ("from .meters import Meter as M\n\nM().sync()\n", True),
+        ("from .meters import *\n", False),
+        ("from .meters import *\n\nMeter().sync()\n", True),
+        ("import pkg.meters\n", False),
+        ("import pkg.meters\n\npkg.meters.Meter().sync()\n", True),
+    ],
+)
+def test_facts_about_a_class_s_methods_matter_where_the_text_names_the_class(text, needed) -> None:
+    """A module whose lint recorded nothing it consulted is linted again for
+    facts about `Meter.sync` only where its text names what binds the class
+    beyond importing it (and listing it in ``__all__``)."""
+    from ddplint.engine import read_layout
+    from ddplint.project.facts import Fact
+
+    layout = read_layout(text, "pkg/__init__.py")
+    assert not isinstance(layout, Exception) and layout[0].consulted is None
+    key = "pkg.meters.Meter.sync" if "import pkg" in text else ".meters.Meter.sync"
+    fact = Fact("pkg/meters.py", 5, collective=("`dist.barrier()`",))
+    assert layout[0].needs({key: fact}, lambda: text) is needed
+
+
 def test_a_collective_helper_relints_only_the_modules_that_call_it_under_a_rank_guard(tmp_path, monkeypatch) -> None:
     """Called on every rank, a collective helper hangs nobody; called under a
     rank test, directly or through a function of the caller, it does. (Both

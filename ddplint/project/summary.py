@@ -203,18 +203,32 @@ class ModuleSummary:
 
     def _may_use(self, text: str, key: str) -> bool:
         """Whether `text` may use the imported name that facts key as `key`
-        beyond importing it: a name a ``from`` import binds must occur again
-        (comments and strings count, to err on the side of re-linting); the
-        index gives facts about a module's attributes (``utils.is_primary``)
-        and star-imported names only where the text reads them."""
-        bound = [name for name, imported in self.aliases.items() if imported == key]
-        if bound:
-            return any(len(re.findall(rf"\b{re.escape(name)}\b", text)) > 1 for name in bound)
-        for star in self.stars:
-            symbol = key[len(star) + 1 :] if key.startswith(star + ".") else ""
-            if symbol.isidentifier():  # `from .dist import *` binds it unseen
-                return re.search(rf"\b{re.escape(symbol)}\b", text) is not None
-        return True
+        beyond importing it. Every name a module's lint can ask about starts
+        with a name an import binds: the name a ``from`` import binds
+        (``.meters.RunningMean``), or one it binds before an attribute
+        (``.meters.RunningMean.sync`` through instances, ``utils.is_primary``
+        after ``import utils``), or a name a star import binds unseen
+        (``.dist.barrier`` after ``from .dist import *``). That name must
+        occur again (comments and strings count, to err on the side of
+        re-linting; its entry in a literal ``__all__`` does not); a key of no
+        import's name may be used."""
+        exact = [name for name, imported in self.aliases.items() if imported == key]
+        if exact:
+            return any(self._occurs_again(name, text) for name in exact)
+        owners = [name for name, imported in self.aliases.items() if key.startswith(imported + ".")]
+        starred = [key[len(star) + 1 :].split(".", 1)[0] for star in self.stars if key.startswith(star + ".")]
+        starred = [symbol for symbol in starred if symbol.isidentifier()]
+        if not owners and not starred:
+            return True
+        return any(self._occurs_again(name, text) for name in owners) or any(
+            re.search(rf"\b{re.escape(symbol)}\b", text) is not None for symbol in starred
+        )
+
+    def _occurs_again(self, name: str, text: str) -> bool:
+        """Whether the name an import binds occurs in `text` beyond that
+        import and its entry in ``__all__`` (a re-export: no lint asks about it)."""
+        listed = self.exports is not None and name in self.exports
+        return len(re.findall(rf"\b{re.escape(name)}\b", text)) > 1 + listed
 
     def to_json(self) -> dict[str, Any]:
         return {
