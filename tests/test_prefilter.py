@@ -64,15 +64,26 @@ def test_substring_probe_and_examples() -> None:
     assert runs_per_rank("rank = dist.get_rank()") and not runs_per_rank("os.environ['RANK'] = '0'\nget_rank()")
 
 
-def test_facts_waive_only_what_a_helper_can_stand_for() -> None:
+@pytest.mark.parametrize(
+    ("facts", "enabled"),
+    [
+        ({"sync": Fact("utils.py", 1, collective=("`dist.barrier()`",)), "first_in_job": Fact("utils.py", 5, rank=True)}, ["DDP001"]),
+        ({"sync": Fact("utils.py", 1, collective=("`dist.barrier()`",))}, []),  # no rank test: nothing stands for it
+        ({"first_in_job": Fact("utils.py", 5, rank=True)}, []),  # no collective
+        ({"Captions": Fact("utils.py", 9, dataset="map", random=True)}, []),  # a fact standing for neither
+    ],
+    ids=["collective-and-rank-helpers", "collective-helper", "rank-helper", "dataset"],
+)
+def test_facts_waive_only_what_a_helper_can_stand_for(facts, enabled) -> None:
     """With facts about imported helpers, DDP001 needs neither a collective
-    nor a rank test in the text (`sync()` and `is_leader()` stand for them);
-    no fact stands for a DataLoader, a `__getitem__` or a save, so the rules
-    needing those stay off."""
+    nor a rank test in the text, where a collective helper (`sync()`) and a
+    rank helper of any name (`first_in_job()`) stand for them; other facts stand for
+    neither. No fact stands for a DataLoader, a `__getitem__` or a save, so
+    the rules needing those stay off."""
     rules = tuple(r for r in all_rules() if r.code not in ("DDP000", "DDP100"))  # those two run outside the walk
-    scan = TextScan("from utils import sync, is_leader, Captions\n\ndef main():\n    if is_leader():\n        sync()\n")
+    scan = TextScan("from utils import sync, first_in_job, Captions\n\ndef main():\n    if first_in_job():\n        sync()\n")
     assert applicable(rules, scan) == ()
-    assert [r.code for r in applicable(rules, scan, imports_facts=True)] == ["DDP001"]
+    assert [r.code for r in applicable(rules, scan, met_by_facts=FileFacts(facts).meets)] == enabled
 
 
 STEP_SPELLINGS = [

@@ -22,6 +22,7 @@ from ddplint.engine.prefilter import TextScan, applicable, missed_requirements, 
 from ddplint.engine.source import SourceError, SourceProblem, decode_source, python_ast, syntax_problem
 from ddplint.model import Finding, Notice, NoticeLevel
 from ddplint.project.outline import outline_tree
+from ddplint.project.facts import REPLACEABLE
 from ddplint.project.role import ALONE, ProjectRole
 from ddplint.project.summary import ModuleSummary, imports_summary
 from ddplint.reading import shape_notice, too_large_note
@@ -116,7 +117,7 @@ def check_source(
     # Other modules call its functions on many ranks, or it tests its rank with a
     # project helper of any name (`first_in_job()`): distributed code.
     per_rank = bool(facts.callers) or facts.rank_helper
-    rules = applicable(every_rule, scan, settings.rank_names, bool(facts.facts), per_rank) if prefilter else every_rule
+    rules = applicable(every_rule, scan, settings.rank_names, facts.meets, per_rank) if prefilter else every_rule
     walk_for_summary = False
     if imports is not None:
         if project.importer:  # only a module that imports linted ones has facts to filter by use
@@ -127,7 +128,7 @@ def check_source(
         # A module parsed for its summary alone is parsed only if its functions or methods may hold facts.
         walk_for_summary = project.imported and (bool(facts.facts) or summary_worthy(scan, settings.rank_names))
         with_facts = every_rule if not prefilter else (
-            applicable(every_rule, scan, settings.rank_names, True, per_rank) if project.importer else rules
+            applicable(every_rule, scan, settings.rank_names, REPLACEABLE, per_rank) if project.importer else rules
         )
         # What the lint consulted matters only where facts can come (a module importing linted ones).
         if project.importer and not (project.imported and not walk_for_summary):

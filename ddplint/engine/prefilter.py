@@ -87,19 +87,21 @@ def applicable(
     rules: tuple[type[Rule], ...],
     scan: TextScan,
     extra_context: tuple[str, ...] = (),
-    imports_facts: bool = False,
+    met_by_facts: frozenset[str] = frozenset(),
     per_rank: bool = False,
 ) -> tuple[type[Rule], ...]:
     """The rules that can fire on the scanned text: those whose tokens it
     contains (and, for distributed-only rules, that looks distributed). The
-    others are not run, and a file no rule applies to is never parsed. With
-    facts about imported helpers, the requirements a fact can meet are
-    waived (`Rule.facts_replace`: the helper's name stands for the
-    collective or the rank test). With `per_rank` (other modules call the
-    module's functions on many ranks), it is distributed code whatever its text."""
+    others are not run, and a file no rule applies to is never parsed. The
+    requirements that facts about imported helpers meet (`met_by_facts`,
+    `FileFacts.meets`) are waived where the rule lets them be
+    (`Rule.facts_replace`: a collective helper's name stands for the
+    collective, a rank helper's for the rank test). With `per_rank` (other
+    modules call the module's functions on many ranks), it is distributed
+    code whatever its text."""
     kept = []
     for rule in rules:
-        waived = rule.facts_replace if imports_facts else frozenset()
+        waived = rule.facts_replace & met_by_facts
         if any(need not in waived for need in _unmet(rule, scan, extra_context)):
             continue
         if rule.distributed_only and not (per_rank or scan.distributed):

@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 
+#: The text requirements a rule may let facts meet (`Rule.facts_replace`).
+REPLACEABLE = frozenset({"tokens", "context_tokens"})
+
+
 @dataclass(frozen=True)
 class Fact:
     """What the project knows about one top-level name of a linted module.
@@ -108,6 +112,11 @@ class FileFacts:
         rank or tests it, whatever its name (``first_in_job()``): its own rank
         tests come from the project, so it runs as one process per rank."""
         return any(fact.rank for fact in self.facts.values())
+
+    @property
+    def meets(self) -> frozenset[str]:
+        """The text requirements of rules that these facts meet (`Fact.stands_for`)."""
+        return frozenset(need for need in REPLACEABLE if any(f.stands_for(need) for f in self.facts.values()))
 
     def tokens(self) -> frozenset[str]:
         """The last components of the names, for the text prefilter."""
