@@ -228,6 +228,19 @@ def test_a_script_no_module_imports_is_linted_once_with_the_facts_of_its_imports
         assert counts["train.py"] == 1 and counts["comm.py"] == 1 and counts["broken.py"] == 0
 
 
+def test_a_script_reading_a_helper_as_a_module_attribute_is_linted_once_with_its_fact(tmp_path, monkeypatch) -> None:
+    """`comm.sync` is read as an attribute of the imported module: the
+    script's one lint has the fact (the index reads the attribute uses of a
+    module whose first round read only its layout)."""
+    root = write(tmp_path / "proj", {
+        "comm.py": "import torch.distributed as dist\n\n\ndef sync():\n    dist.barrier()\n",
+        "train.py": "import torch.distributed as dist\nimport comm\n\nif dist.get_rank() == 0:\n    comm.sync()\n",
+    })  # fmt: skip
+    linted = lints(monkeypatch)
+    assert findings(root) == Counter({("train.py", 5, "DDP001"): 1})
+    assert Counter(str(Path(d).relative_to(root)) for d in linted) == {"comm.py": 1, "train.py": 1}
+
+
 @pytest.mark.parametrize("listed", [False, True])
 def test_a_package_re_exporting_a_class_is_not_linted_again_for_facts_about_its_methods(tmp_path, monkeypatch, listed) -> None:
     """The facts of `Meter.sync` reach `train.py` through `pkg/__init__.py`,

@@ -110,8 +110,8 @@ def check_source(
             if isinstance(read, SourceProblem):
                 return FileResult(_syntax_findings(path, read, settings, text))
             imports, tree = read
-            if project.layout_only:
-                return FileResult(summary=imports)
+            if project.layout_only:  # its attribute uses are read where the index needs them
+                return FileResult(summary=dataclasses.replace(imports, uses=None))
     every_rule = _visitor_rules(settings.rules)
     scan = TextScan(text)
     # Other modules call its functions on many ranks, or it tests its rank with a
