@@ -117,7 +117,7 @@ class _Task:
     def with_facts(self, facts: FileFacts, cache: Cache | None, layout: ModuleSummary | None = None) -> _Task:
         """The task again with `facts`; `layout`, what its first lint read of
         the file's imports (the same bytes: the key stays one of the bytes)."""
-        key = self.cache_key("facts:" + facts.digest()) if cache else None
+        key = self.cache_key(f"facts:{self.project.imported}:{self.project.importer}:{facts.digest()}") if cache else None
         project = dataclasses.replace(self.project, facts=facts, layout=layout)
         return dataclasses.replace(self, project=project, key=key)
 

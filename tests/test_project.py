@@ -241,6 +241,23 @@ def test_a_script_reading_a_helper_as_a_module_attribute_is_linted_once_with_its
     assert Counter(str(Path(d).relative_to(root)) for d in linted) == {"comm.py": 1, "train.py": 1}
 
 
+def test_a_cached_lint_with_facts_is_reused_only_in_the_same_role(tmp_path) -> None:
+    """Linted as a script (no module imports it), `train.py` keeps no facts of
+    its own functions; once `main.py` imports it, the same bytes with the
+    same facts are linted again for them (`step` calls a collective helper)."""
+    root = write(tmp_path / "proj", {
+        "comm.py": "import torch.distributed as dist\n\n\ndef sync():\n    dist.barrier()\n",
+        "train.py": (
+            "import torch.distributed as dist\nfrom comm import sync\n\n\ndef step():\n    sync()\n\n\n"
+            "if dist.get_rank() == 0:\n    sync()\n"
+        ),
+    })  # fmt: skip
+    cache = Cache(tmp_path / "cache")
+    assert findings(root, cache=cache) == Counter({("train.py", 10, "DDP001"): 1})
+    write(root, {"main.py": "import torch.distributed as dist\nfrom train import step\n\nif dist.get_rank() == 0:\n    step()\n"})
+    assert findings(root, cache=cache) == findings(root) == Counter({("train.py", 10, "DDP001"): 1, ("main.py", 5, "DDP001"): 1})
+
+
 @pytest.mark.parametrize("listed", [False, True])
 def test_a_package_re_exporting_a_class_is_not_linted_again_for_facts_about_its_methods(tmp_path, monkeypatch, listed) -> None:
     """The facts of `Meter.sync` reach `train.py` through `pkg/__init__.py`,
