@@ -206,3 +206,47 @@ def test_the_cycle_collector_waits_for_the_end_of_each_file_and_comes_back(tmp_p
         assert seen == [False, False] and not gc.isenabled()
     finally:
         gc.enable()
+
+
+def _first_findings_fixture(directory: Path) -> Path:
+    """The first fixture of a rule's directory that is meant to be flagged."""
+    return next(p for p in sorted(directory.glob("*.py")) if b"# expect:" in p.read_bytes())
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    [_first_findings_fixture(d) for d in sorted(FIXTURES.glob("DDP*")) if d.name != "DDP000"],  # DDP000: not parsed
+    ids=lambda p: p.parent.name,
+)
+def test_a_lint_leaves_no_tree_to_the_cycle_collector(fixture: Path) -> None:
+    """Once a file is linted, reference counting frees its tree and its
+    analyses: the cycle collector, which would traverse every node of it
+    (a sixteenth of a whole-project run), finds no LibCST node. Linted with
+    its summary too (the whole-project analysis adds the summary collector)."""
+    import gc
+
+    import libcst as cst
+
+    from ddplint.engine import check_bytes
+    from ddplint.project.role import ProjectRole
+    from ddplint.rule import all_rules_settings
+
+    data = fixture.read_bytes()
+    gc.collect()
+    gc.freeze()  # what is alive now is not this lint's
+    gc.disable()
+    try:
+        for role in (ProjectRole(), ProjectRole(summarize=True)):
+            result = check_bytes(str(fixture), data, all_rules_settings(), True, role)
+            assert result.parsed, "the fixture is meant to be parsed"
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            gc.collect()
+            left = [type(o).__name__ for o in gc.garbage if isinstance(o, cst.CSTNode)]
+            gc.set_debug(0)
+            gc.garbage.clear()
+            assert not left, f"{len(left)} nodes left to the cycle collector, e.g. {left[:5]}"
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.unfreeze()
+        gc.enable()

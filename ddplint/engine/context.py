@@ -21,7 +21,14 @@ if TYPE_CHECKING:
 
 
 class FileContext(SemanticModel):
-    """The shared per-file facts and the sink for findings."""
+    """The shared per-file facts and the sink for findings; as a context
+    manager, `release`d at its end."""
+
+    def __enter__(self) -> FileContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
     @functools.cached_property
     def pending(self) -> list[PendingFinding]:

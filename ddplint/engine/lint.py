@@ -101,53 +101,54 @@ def _lint_module(
     summarize = consulted or symbols or calls  # else the summary is complete: its imports
     if symbols or calls:  # the facts of its functions, who runs its calls; the rules' own questions need no more
         requires.add("rank")
-    ctx = FileContext(path, text, module, settings, walker_stack, requires, facts, summarize)
-    instances = [rule(ctx) for rule in rules]
-    notices: list[Notice] = []
-    collector = SummaryCollector(ctx, symbols, consulted, calls) if summarize else None
-    analyses = ctx.analyses if collector is None else (*ctx.analyses, collector)
+    # Released at the end: the tree is then freed at once, not traversed by the cycle collector.
+    with FileContext(path, text, module, settings, walker_stack, requires, facts, summarize) as ctx:
+        instances = [rule(ctx) for rule in rules]
+        notices: list[Notice] = []
+        collector = SummaryCollector(ctx, symbols, consulted, calls) if summarize else None
+        analyses = ctx.analyses if collector is None else (*ctx.analyses, collector)
 
-    def on_rule_error(rule: Rule, exc: BaseException) -> None:
-        notices.append(Notice.internal_error(path, exc, f" in rule {rule.code}"))
+        def on_rule_error(rule: Rule, exc: BaseException) -> None:
+            notices.append(Notice.internal_error(path, exc, f" in rule {rule.code}"))
 
-    deferred = DeferredChecks(ctx)
-    walker = Walker(analyses, instances, on_rule_error, walker_stack, deferred.record)
-    try:
-        walker.walk(module)
-        deferred.run(walker.active, walker.fail)
-        for instance in list(instances):
-            if not walker.active(instance):
-                continue
-            try:
-                instance.finish()
-            except Exception as exc:  # noqa: BLE001 - one rule's bug must not hide the others
-                notices.append(Notice.internal_error(path, exc, f" in rule {instance.code}"))
-        pending = [p for p in ctx.pending if ctx.in_distributed_context or not p.rule.distributed_only]
-        used: set[tuple[int, str]] = set()
-        findings = _finalize(path, text, module, settings, pending, used, tree) if pending else ()
-        findings = tuple(sorted((*findings, *unused_noqa(path, text, settings, used)), key=lambda f: f.sort_key))
-    except RecursionError:
-        return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.ERROR),), parsed=True)
-    if collector is not None and summary is not None:
-        if symbols:
-            summary = summary.with_symbols(collector.symbols(summary.lines))
-            # Callers elsewhere can only take findings away: a module without any needs no relint for
-            # them, unless it has none because of them (then the index must go on giving them).
-            keep = bool(findings) or bool(facts.called_elsewhere)
-            summary = dataclasses.replace(summary, entries=collector.entries() if keep else ())
-        if consulted:
-            asked, called, quieted, collective = collector.consulted()
+        deferred = DeferredChecks(ctx)
+        walker = Walker(analyses, instances, on_rule_error, walker_stack, deferred.record)
+        try:
+            walker.walk(module)
+            deferred.run(walker.active, walker.fail)
+            for instance in list(instances):
+                if not walker.active(instance):
+                    continue
+                try:
+                    instance.finish()
+                except Exception as exc:  # noqa: BLE001 - one rule's bug must not hide the others
+                    notices.append(Notice.internal_error(path, exc, f" in rule {instance.code}"))
+            pending = [p for p in ctx.pending if ctx.in_distributed_context or not p.rule.distributed_only]
+            used: set[tuple[int, str]] = set()
+            findings = _finalize(path, text, module, settings, pending, used, tree) if pending else ()
+            findings = tuple(sorted((*findings, *unused_noqa(path, text, settings, used)), key=lambda f: f.sort_key))
+        except RecursionError:
+            return FileResult(notices=(Notice(path, _TOO_DEEP, NoticeLevel.ERROR),), parsed=True)
+        if collector is not None and summary is not None:
+            if symbols:
+                summary = summary.with_symbols(collector.symbols(summary.lines))
+                # Callers elsewhere can only take findings away: a module without any needs no relint for
+                # them, unless it has none because of them (then the index must go on giving them).
+                keep = bool(findings) or bool(facts.called_elsewhere)
+                summary = dataclasses.replace(summary, entries=collector.entries() if keep else ())
+            if consulted:
+                asked, called, quieted, collective = collector.consulted()
+                summary = dataclasses.replace(
+                    summary, consulted=asked, called=called, quieted=quieted, collective_called=collective
+                )
+            if calls:
+                summary = dataclasses.replace(summary, per_rank_calls=collector.per_rank_calls())
+        if summary is not None and ctx.runs("rank") and ctx.in_distributed_context:
+            # Which of its functions' runners its lint asked about: facts about others change nothing.
             summary = dataclasses.replace(
-                summary, consulted=asked, called=called, quieted=quieted, collective_called=collective
+                summary, runs_unknown=ctx.rank.execution.unknown_top_level(), distributed_by_text=ctx.distributed_by_text
             )
-        if calls:
-            summary = dataclasses.replace(summary, per_rank_calls=collector.per_rank_calls())
-    if summary is not None and ctx.runs("rank") and ctx.in_distributed_context:
-        # Which of its functions' runners its lint asked about: facts about others change nothing.
-        summary = dataclasses.replace(
-            summary, runs_unknown=ctx.rank.execution.unknown_top_level(), distributed_by_text=ctx.distributed_by_text
-        )
-    return FileResult(findings, tuple(notices), parsed=True, summary=summary)
+        return FileResult(findings, tuple(notices), parsed=True, summary=summary)
 
 
 def _finalize(
