@@ -117,6 +117,9 @@ class RankAnalysis:
         self.consulted: set[str] = set()
         #: (function, name) of values a collective made the same on every rank.
         self.synchronized: set[tuple[cst.FunctionDef | None, str]] = set()
+        #: The test of each `if`, `while` and ternary in source order, with its
+        #: function (rank advice reads them after the walk: no walk of its own).
+        self.branch_tests: list[tuple[cst.BaseExpression, cst.FunctionDef | None]] = []
         #: Each block's early exits, scanned once (shared with the single-process check).
         self.exit_cache: dict = {}
         #: id(if statement) -> (it, the names its body assigns): asked for every node under it
@@ -162,8 +165,15 @@ class RankAnalysis:
 
     def visit_Break(self, node: cst.Break) -> None:
         self._note_exit(node, leaves_function=False)
+    def visit_While(self, node: cst.While) -> None:
+        self.branch_tests.append((node.test, self.ctx.enclosing_function()))
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self.branch_tests.append((node.test, self.ctx.enclosing_function()))
+
     def visit_If(self, node: cst.If) -> None:
         function = self.ctx.enclosing_function()
+        self.branch_tests.append((node.test, function))
         if function is not None and function in self.graph.top_level and self._test_deps(node.test):
             self.graph.rank_tests.append((function, self._shape(node.test)))
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ddplint.analysis.collectives import ACCELERATOR_CLASSES
 from ddplint.analysis.conditions import conjuncts
 from ddplint.analysis.guards import NODE_ZERO, ZERO, Runs, TestShape
-from ddplint.analysis.tree import children, descendants, leaf_kinds
+from ddplint.analysis.tree import children, descendants
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
@@ -146,9 +146,10 @@ class RankAdvice:
         """The operands of the module's `if`/`while`/ternary tests that
         compare a value with 0 or call a main-process predicate, with their function (read once)."""
         if self._module_tests is None:
-            found: list[tuple[cst.BaseExpression, cst.FunctionDef | None]] = []
-            _collect_tests(self.ctx.module, None, found)
-            self._module_tests = found
+            rank = self.rank_analysis
+            if not rank.final:
+                raise RuntimeError("rank advice is read after the walk (the walk collects the module's tests)")
+            self._module_tests = [(part, f) for test, f in rank.branch_tests for part in conjuncts(test) if _candidate(part)]
         return self._module_tests
 
     def _from_scope(self, site: Site, per_node: bool) -> RankTest | None:
@@ -238,19 +239,6 @@ class _Nothing:
 
     def __exit__(self, *exc: object) -> None:
         return None
-
-
-def _collect_tests(module: cst.Module, function: cst.FunctionDef | None, found: list) -> None:
-    todo: list[tuple[cst.CSTNode, cst.FunctionDef | None]] = [(module, function)]
-    leaves = leaf_kinds()
-    while todo:
-        node, function = todo.pop()
-        if node.__class__ in leaves:
-            continue
-        if isinstance(node, (cst.If, cst.While, cst.IfExp)):
-            found.extend((part, function) for part in conjuncts(node.test) if _candidate(part))
-        inner = node if isinstance(node, cst.FunctionDef) else function
-        todo.extend((child, inner) for child in reversed(children(node)))
 
 
 def _candidate(test: cst.CSTNode) -> bool:
