@@ -165,6 +165,7 @@ class RankAnalysis:
 
     def visit_Break(self, node: cst.Break) -> None:
         self._note_exit(node, leaves_function=False)
+
     def visit_While(self, node: cst.While) -> None:
         self.branch_tests.append((node.test, self.ctx.enclosing_function()))
 
