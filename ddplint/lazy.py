@@ -118,6 +118,7 @@ def _quick_constructor(cls: type, own: Callable[..., None]) -> Callable[..., Non
         return None
     namespace: dict[str, Any] = {"_NOT_GIVEN": _NOT_GIVEN}
     params, lines = [], []
+    defaulted = False  # a field with a default came before
     for field in fields:
         name = field.name
         slot = next((vars(c)[name] for c in cls.__mro__ if name in vars(c)), None)
@@ -132,12 +133,14 @@ def _quick_constructor(cls: type, own: Callable[..., None]) -> Callable[..., Non
         if field.default is not dataclasses.MISSING:
             namespace[f"_default_{name}"] = field.default
             params.append(f"{name}=_default_{name}")
+            defaulted = True
         elif field.default_factory is not dataclasses.MISSING:
             namespace[f"_factory_{name}"] = field.default_factory
             params.append(f"{name}=_NOT_GIVEN")
             value = f"_factory_{name}() if {name} is _NOT_GIVEN else {name}"
-        elif len(params) > len(lines) or any("=" in p for p in params):
-            return None  # a field without a default after one with (not a valid signature)
+            defaulted = True
+        elif defaulted:
+            return None  # a field without a default after one with (keyword-only: not a positional signature)
         else:
             params.append(name)
         lines.append(f"    {setter.format(value)}\n")

@@ -8,6 +8,7 @@ nodes the parser builds. Neither may change an answer.
 from __future__ import annotations
 
 import abc
+import dataclasses
 from pathlib import Path
 
 import libcst as cst
@@ -61,8 +62,6 @@ def test_the_parsers_constructors_build_what_the_classes_own_build() -> None:
     with those left to their defaults (or default factories) left out. Almost
     every node class has a quicker constructor (one that could not be made
     would only be slower)."""
-    import dataclasses
-
     from ddplint.analysis.tree import children, every_field
     from ddplint.lazy import _parser_constructors
 
@@ -99,8 +98,6 @@ def test_the_parsers_constructors_build_what_the_classes_own_build() -> None:
 
 def _is_default(field, value) -> bool:  # type: ignore[no-untyped-def]
     """Whether `value` is what the field gets when a constructor leaves it out."""
-    import dataclasses
-
     if field.default is not dataclasses.MISSING:
         return field.default == value
     if field.default_factory is not dataclasses.MISSING:
