@@ -85,6 +85,13 @@ def parse_module(text: str) -> cst.Module:
         CSTNode.__post_init__ = checked  # type: ignore[method-assign]
 
 
+def prepare_parser() -> None:
+    """Build now what `parse_module` builds at its first call (LibCST's
+    classes, quicker constructors): once in a parent, not in each worker it forks."""
+    libcst()
+    _parser_constructors()
+
+
 #: Stands for a field the caller left to its default factory.
 _NOT_GIVEN = object()
 

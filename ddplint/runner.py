@@ -12,10 +12,6 @@ import functools
 import gc
 import hashlib
 import os
-import signal
-import sys
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping
@@ -26,6 +22,7 @@ from ddplint.config.settings import Settings
 from ddplint.discovery import SourceFile, discover
 from ddplint.fixing import FixMode, fix_file
 from ddplint.model import Notice
+from ddplint.pool import Workers
 from ddplint.project.facts import NO_FACTS, Fact, FileFacts
 from ddplint.project.imports import imported_names
 from ddplint.project.modules import ModuleNamer, module_names, project_roots, resolve_files
@@ -36,8 +33,6 @@ from ddplint.report import Report
 from ddplint.result import FileResult
 
 if TYPE_CHECKING:
-    from multiprocessing.process import BaseProcess
-
     from ddplint.project.index import ModuleEntry, ProjectIndex
 
 
@@ -138,6 +133,10 @@ class _Task:
         return self.data is not None or hashlib.sha256(data).digest() == self.digest
 
 
+#: The run's worker processes, each file's result with whether it is of the bytes it was found with.
+_Workers = Workers[_Task, "tuple[FileResult, bool]"]
+
+
 def _found_task(source: SourceFile, resolver: ConfigResolver, prefilter: bool, role: ProjectRole) -> _Task | Notice:
     """The task of a discovered file, or why it cannot be read (or is not
     read: not a regular file, or above max-file-size)."""
@@ -180,11 +179,12 @@ def lint_paths(
             report.add(FileResult(notices=(task,)))
         else:
             tasks.append(task)
-    if project:
-        results, _, tasks = _lint_project(tasks, paths, resolver, jobs, cache, remember=fix is None)
-    else:
-        tasks = [dataclasses.replace(t, key=t.cache_key()) for t in tasks] if cache else tasks
-        results = _cached_run(tasks, jobs, cache)
+    with _workers(jobs) as workers:
+        if project:
+            results, _, tasks = _lint_project(tasks, paths, resolver, workers, cache, remember=fix is None)
+        else:
+            tasks = [dataclasses.replace(t, key=t.cache_key()) for t in tasks] if cache else tasks
+            results = _cached_run(tasks, workers, cache)
     for task, result in zip(tasks, results):
         report.add(_fixed(task, result, fix, report) if fix else result)
     report.sort()
@@ -216,11 +216,11 @@ def _fixed(task: _Task, result: FileResult, mode: FixMode, report: Report) -> Fi
     return result
 
 
-def _cached_run(tasks: list[_Task], jobs: int, cache: Cache | None) -> list[FileResult]:
+def _cached_run(tasks: list[_Task], workers: _Workers, cache: Cache | None) -> list[FileResult]:
     """The results of `tasks`, from the cache where it has them."""
     results: list[FileResult | None] = [cache.get(t.key) if cache and t.key else None for t in tasks]
     todo = [i for i, r in enumerate(results) if r is None or (tasks[i].project.summarize and r.summary is None)]
-    for index, (result, fresh) in zip(todo, _run([tasks[i] for i in todo], jobs)):
+    for index, (result, fresh) in zip(todo, workers.map([tasks[i] for i in todo])):
         results[index] = result
         if cache is not None and tasks[index].key is not None and fresh:
             cache.put(tasks[index].key, result)
@@ -231,7 +231,7 @@ def _lint_project(
     tasks: list[_Task],
     paths: list[Path],
     resolver: ConfigResolver,
-    jobs: int,
+    workers: _Workers,
     cache: Cache | None,
     remember: bool = False,
 ) -> tuple[list[FileResult], ProjectIndex | None, list[_Task]]:
@@ -272,7 +272,7 @@ def _lint_project(
     for i in last:
         role = dataclasses.replace(tasks[i].project, layout_only=True)
         first[i] = dataclasses.replace(tasks[i], project=role, key=tasks[i].cache_key("layout") if cache else None)
-    results = _cached_run(first, jobs, cache)
+    results = _cached_run(first, workers, cache)
     entries = [
         ModuleEntry(task.display, names, is_package, result.summary or ModuleSummary())
         for task, (names, is_package), result in zip(tasks, named, results)
@@ -290,7 +290,7 @@ def _lint_project(
         for i, facts in todo.items():
             tasks[i] = tasks[i].with_facts(facts, cache, layouts[i])
         moved = False
-        for i, result in zip(todo, _cached_run([tasks[i] for i in todo], jobs, cache)):
+        for i, result in zip(todo, _cached_run([tasks[i] for i in todo], workers, cache)):
             results[i], used[i] = result, todo[i]
             summary = result.summary or entries[i].summary
             moved = moved or not summary.shows_the_same(entries[i].summary)
@@ -418,7 +418,8 @@ def project_index(root: Path, resolver: ConfigResolver, cache: Cache | None, job
     shown = Path(os.path.relpath(root, resolver.cwd)) if root.is_absolute() else root  # paths as `ddplint .` shows them
     found = discover([shown], resolver)
     tasks = [t for source in found.files if isinstance(t := _found_task(source, resolver, True, ProjectRole(summarize=True)), _Task)]
-    index = _lint_project(tasks, [root], resolver, jobs, cache)[1]
+    with _workers(jobs) as workers:
+        index = _lint_project(tasks, [root], resolver, workers, cache)[1]
     assert index is not None  # only a remembered run has none
     return index
 
@@ -440,100 +441,26 @@ def single_file_facts(index: ProjectIndex | None, path: Path, text: str, roots: 
     return index.file_facts(ModuleEntry(str(path), names, is_package, summary))
 
 
-def _run(tasks: list[_Task], jobs: int) -> list[tuple[FileResult, bool]]:
-    """The results of `tasks`, in order, each with whether it is of the bytes
-    the file was found with; in a pool when it pays."""
-    if jobs <= 1 or len(tasks) < MIN_FILES_FOR_POOL:
-        return [_lint_task(task) for task in tasks]
-    import multiprocessing  # here: a run without a pool (a warm one, a few files) does not import it
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    import ddplint.engine.lint  # noqa: F401 - LibCST imported once here, the forked workers inherit it
-
-    results: list[tuple[FileResult, bool] | None] = [None] * len(tasks)
-    order = sorted(range(len(tasks)), key=lambda i: -tasks[i].size)  # large files first
-    context = multiprocessing.get_context("fork") if sys.platform == "linux" else None
-    workers = min(jobs, len(tasks))  # with the parent's collector thresholds (spawned workers do not inherit them)
-    before = set(multiprocessing.active_children())
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(os.getpid(), gc.get_threshold()))
-    try:
-        with _sigint_blocked():  # the workers start (fork) without it: Ctrl-C is the parent's to handle
-            futures = {pool.submit(_lint_task, tasks[i]): i for i in order}
-        for future in as_completed(futures):
-            index = futures[future]
-            try:
-                results[index] = future.result()
-            except Exception as exc:  # noqa: BLE001 - a dead worker must not end the run
-                results[index] = (FileResult(notices=(Notice.internal_error(tasks[index].display, exc),)), False)
-    except BaseException:  # Ctrl-C (or a bug): stop now, not after the queued files
-        pool.shutdown(wait=False, cancel_futures=True)
-        _kill(set(multiprocessing.active_children()) - before)
-        raise
-    pool.shutdown()
-    return [r for r in results if r is not None]
+def _workers(jobs: int) -> _Workers:
+    """The run's workers: each result with whether it is of the bytes the
+    file was found with; in a pool when it pays, largest files first."""
+    return Workers(
+        jobs, _lint_task, _task_failed, MIN_FILES_FOR_POOL, size=lambda task: task.size, prepare=_prepare_worker
+    )
 
 
-def _kill(processes: set[BaseProcess]) -> None:
-    """End the pool's workers at once (their results are not wanted)."""
-    for process in processes:
-        with contextlib.suppress(OSError, ValueError):
-            process.kill()
-    for process in processes:
-        process.join(timeout=5)
+def _prepare_worker() -> None:
+    """What every worker needs, built before they fork: the engine with
+    LibCST, imported once, and the parser's node constructors."""
+    import ddplint.engine.lint  # noqa: F401
+    from ddplint.lazy import prepare_parser
+
+    prepare_parser()
 
 
-@contextlib.contextmanager
-def _sigint_blocked():  # type: ignore[no-untyped-def]
-    """SIGINT held back in this thread (a Ctrl-C meanwhile is delivered at
-    the end); processes forked meanwhile start with it blocked."""
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
-        yield
-        return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _worker_init(parent: int, threshold: tuple[int, ...]) -> None:
-    """Set up a pool worker: the parent's collector thresholds; Ctrl-C
-    ignored (the parent ends the workers: no traceback from each); and death
-    with the parent, however it ends (`timeout`, a CI runner or an editor
-    may kill it alone: an orphan would keep linting and hold its caller's
-    stdout open)."""
-    gc.set_threshold(*threshold)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    if not _death_signal():
-        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-    if os.getppid() != parent:  # the parent died before the worker could ask to die with it
-        os._exit(1)
-
-
-def _death_signal() -> bool:
-    """Ask the kernel to kill this process when its parent dies (Linux);
-    whether it could."""
-    if sys.platform != "linux":
-        return False
-    try:
-        import ctypes  # here: only a pool worker asks
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-        return prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
-    except (OSError, AttributeError):  # pragma: no cover - no libc prctl
-        return False
-
-
-def _watch_parent(parent: int) -> None:  # pragma: no cover - where prctl is missing
-    """Elsewhere: end this worker once its parent is gone (it is adopted)."""
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os._exit(1)
+def _task_failed(task: _Task, exc: BaseException) -> tuple[FileResult, bool]:
+    """The result of a file whose worker died."""
+    return FileResult(notices=(Notice.internal_error(task.display, exc),)), False
 
 
 def _lint_task(task: _Task) -> tuple[FileResult, bool]:

@@ -431,7 +431,7 @@ def test_a_relint_given_what_the_first_lint_read_answers_as_one_reading_the_file
         resolver = ConfigResolver(cwd=root)
         found = runner.discover([root], resolver)
         tasks = [runner._found_task(s, resolver, True, ProjectRole(summarize=True)) for s in found.files]
-        _, _, last = runner._lint_project(tasks, [root], resolver, jobs=1, cache=None)
+        _, _, last = runner._lint_project(tasks, [root], resolver, runner._workers(1), cache=None)
         for task in last:
             if task.project.layout is None:
                 continue
