@@ -8,7 +8,10 @@ handed to another call (``mp.spawn(main_worker, ...)``,
 ``register_save_state_pre_hook(save_hook)``). Each keeps the guards around
 it, the function it is in, the loops around it and the rank dependence of
 its arguments, so that who runs a function can be derived from who runs
-its callers.
+its callers. A function handed to a module function that only calls it
+(``run_on_main(export)`` with ``def run_on_main(work): if rank == 0:
+work()``) runs where those calls of the parameter run, not where it is
+handed over.
 
 Launchers are data: `LAUNCH_FUNCTIONS` start one worker process per rank
 and return in the parent (``torch.multiprocessing.spawn``); with
@@ -18,6 +21,7 @@ local rank.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -28,6 +32,7 @@ from ddplint.analysis.calls import bound_values, truth
 from ddplint.analysis.collectives import COLLECTIVE_FAMILIES, collective_name
 from ddplint.analysis.loops import is_step
 from ddplint.analysis.names import last_name
+from ddplint.analysis.tree import name_reads
 from ddplint.lazy import cst
 
 if TYPE_CHECKING:
@@ -103,6 +108,13 @@ class Reference:
     values: tuple[tuple[str | None, cst.BaseExpression], ...] = ()
     #: (class, method name) pairs the call may run, resolved after the walk.
     members: tuple[tuple[cst.ClassDef, str], ...] = ()
+    #: The functions are handed to a call of module functions (`callees`) as
+    #: the argument at `slot` (position among the positional ones, or keyword).
+    callees: tuple[cst.FunctionDef, ...] = ()
+    slot: int | str | None = None
+    #: A call of its function's own parameter (``work()``): it runs what the
+    #: function's callers hand it (resolved after the walk).
+    param: cst.Param | None = None
 
 
 class CallGraph:
@@ -116,7 +128,8 @@ class CallGraph:
         #: Methods of each class of the module, by name.
         self.methods: dict[cst.ClassDef, dict[str, cst.FunctionDef]] = defaultdict(dict)
         self.owner: dict[cst.FunctionDef, cst.ClassDef] = {}
-        self.references: list[Reference] = []
+        self._walked: list[Reference] = []
+        self._references: list[Reference] | None = None
         self._calls_of: dict[cst.FunctionDef, list[Reference]] | None = None
         #: Functions (and classes) whose own code shows they run once per rank.
         self.evidence: set[cst.CSTNode] = set()
@@ -128,6 +141,7 @@ class CallGraph:
         self.launchers: dict[cst.FunctionDef | None, list[tuple[tuple[int, int], ...]]] = defaultdict(list)
         #: Parameters -> (function, position among the positional parameters; -1 keyword-only).
         self.parameters: dict[cst.Param, tuple[cst.FunctionDef, int]] = {}
+        self._parameter_names: set[str] = set()
         #: Hooks registered for each trigger (`register_save_state_pre_hook(save_hook)`).
         self.hooks: dict[str, list[cst.FunctionDef]] = defaultdict(list)
         #: Every name a `def` or `class` of the module binds (`prepare`).
@@ -169,6 +183,7 @@ class CallGraph:
             self.parameters[param] = (node, index)
         for param in node.params.kwonly_params:
             self.parameters[param] = (node, -1)  # passed by keyword only
+        self._parameter_names.update(p.name.value for p in (*positional, *node.params.kwonly_params))
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.ctx
@@ -186,7 +201,9 @@ class CallGraph:
         if not targets and isinstance(func, cst.Attribute) and last_name(func.value) in _SELF:
             if func.attr.value in self.defined:  # a method of the module's classes, by name
                 method = func.attr.value
-        passed = [t for arg in node.args for t in self._function_values(arg.value)] if node.args else []
+        handed = self._handed(node) if node.args else []
+        passed = [t for _, functions in handed for t in functions]
+        param = self._called_parameter(func)
         if launch:
             self.launchers[ctx.enclosing_function()].append(branch_path(ctx.stack))
         attribute = func.attr.value if isinstance(func, cst.Attribute) else None
@@ -194,7 +211,7 @@ class CallGraph:
             self.hooks[HOOK_TRIGGERS[attribute]].extend(passed)  # they run where the trigger runs
             return
         trigger = attribute if attribute in _TRIGGERS else None
-        if not (targets or members or method or passed or trigger):
+        if not (targets or members or method or passed or trigger or param):
             return
         function = ctx.enclosing_function()
         rank = self.rank
@@ -204,19 +221,22 @@ class CallGraph:
             main_block=function is None and in_main_block(stack), path=branch_path(stack),
             single=rank.single_process.here(stack),
         )  # fmt: skip
-        if targets or members or method:
+        if targets or members or method or param:
             arguments = tuple(
                 (arg.keyword.value if arg.keyword else None, rank.deps(arg.value)) for arg in node.args if not arg.star
             )
             values = tuple((arg.keyword.value if arg.keyword else None, arg.value) for arg in node.args if not arg.star)
-            self.references.append(
-                Reference(targets, method, arguments=arguments, values=values, members=members, **where)
+            self._walked.append(
+                Reference(targets, method, arguments=arguments, values=values, members=members, param=param, **where)
             )
-        if passed:  # mp.spawn(train, ...), threading.Thread(target=worker)
+        if passed:  # mp.spawn(train, ...), threading.Thread(target=worker), run_on_main(export)
             indexed = bool(names & INDEXED_LAUNCHES)
-            self.references.append(Reference(tuple(passed), None, launch=launch, indexed=indexed, **where))
+            for slot, functions in handed:
+                self._walked.append(
+                    Reference(functions, None, launch=launch, indexed=indexed, callees=targets, slot=slot, **where)
+                )
         if trigger:
-            self.references.append(Reference((), None, trigger=trigger, **where))
+            self._walked.append(Reference((), None, trigger=trigger, **where))
 
     def in_launcher(self, function: cst.FunctionDef | None, path: tuple[tuple[int, int], ...]) -> bool:
         """Whether code at `path` in `function` runs in the launcher parent:
@@ -225,6 +245,51 @@ class CallGraph:
         return any(compatible(path, launch) for launch in self.launchers.get(function, ()))
 
     # ------------------------------------------------------------ resolution
+
+    @property
+    def references(self) -> list[Reference]:
+        """Every call of (or reference to) a module function, in walk order;
+        after the walk, a function handed to module functions that only call
+        it is referenced where they call it (`_handed_over`)."""
+        if not self.rank.final:
+            return self._walked
+        if self._references is None:
+            self._references = _handed_over(self._walked)
+        return self._references
+
+    def _handed(self, call: cst.Call) -> list[tuple[int | str, tuple[cst.FunctionDef, ...]]]:
+        """The module functions `call` hands over, by argument (position among
+        the positional ones, or keyword)."""
+        found = []
+        position = 0
+        for arg in call.args:
+            if arg.star:
+                position = -1  # `*args`: the positions after it are unknown
+                continue
+            functions = self._function_values(arg.value)
+            if functions:
+                found.append((arg.keyword.value if arg.keyword is not None else position, functions))
+            if arg.keyword is None and position >= 0:
+                position += 1
+        return found
+
+    def _called_parameter(self, func: cst.BaseExpression) -> cst.Param | None:
+        """The parameter of the enclosing function that `func` calls (``work()``),
+        if it does, and not in a lambda (which may run anywhere, later)."""
+        if not (isinstance(func, cst.Name) and func.value in self._parameter_names):
+            return None
+        values = self.ctx.values_of(func)
+        if len(values) != 1 or not isinstance(values[0], cst.Param):
+            return None
+        owner = self.parameters.get(values[0])
+        if owner is None:
+            return None
+        for node in reversed(self.ctx.stack):
+            if isinstance(node, cst.Lambda):
+                return None
+            if isinstance(node, cst.FunctionDef):
+                return values[0] if node is owner[0] else None
+        return None
 
     def _function_values(self, node: cst.BaseExpression) -> tuple[cst.FunctionDef, ...]:
         if isinstance(node, cst.Name) and node.value in self.defined:
@@ -274,7 +339,7 @@ class CallGraph:
         """The module's calls of `function` (launches left out), in walk order
         (after the walk, from an index built when first asked)."""
         if not self.rank.final:
-            return [r for r in self.references if not r.launch and function in self.targets_of(r)]
+            return [r for r in self._walked if not r.launch and function in self.targets_of(r)]
         if self._calls_of is None:
             calls_of: dict[cst.FunctionDef, list[Reference]] = {}
             for reference in self.references:
@@ -361,6 +426,50 @@ class CallGraph:
             if isinstance(node, cst.FunctionDef):
                 self.trains.add(node)
                 break
+
+
+def _handed_over(walked: list[Reference]) -> list[Reference]:
+    """`walked` with each function handed to module functions that only call
+    it (every use of the parameter in their body is a call) referenced at
+    those calls, under their guards; handed elsewhere too, or kept or passed
+    on by one of them, it stays referenced where it is handed (it may run
+    there)."""
+    calls: dict[cst.Param, list[Reference]] = defaultdict(list)
+    for reference in walked:
+        if reference.param is not None:
+            calls[reference.param].append(reference)
+    if not calls:
+        return walked
+    found: list[Reference] = []
+    for reference in walked:
+        if reference.param is not None:
+            continue  # it runs what its function is handed: below
+        moved = _moved(reference, calls) if reference.callees and reference.slot is not None else None
+        found.extend([reference] if moved is None else moved)
+    return found
+
+
+def _moved(reference: Reference, calls: dict[cst.Param, list[Reference]]) -> list[Reference] | None:
+    """The references of the functions `reference` hands over at the calls of
+    the parameter they are bound to, in each callee; None where a callee does
+    more with it than call it."""
+    moved = []
+    for callee in reference.callees:
+        param = _parameter_at(callee, reference.slot)
+        runs = calls.get(param) if param is not None else None
+        if not runs or name_reads(callee.body)[param.name.value] != len(runs):
+            return None
+        moved += [dataclasses.replace(call, targets=reference.targets) for call in runs]
+    return moved
+
+
+def _parameter_at(function: cst.FunctionDef, slot: int | str | None) -> cst.Param | None:
+    """The parameter an argument at `slot` (a position, or a keyword) binds."""
+    params = function.params
+    if isinstance(slot, str):
+        return next((p for p in (*params.params, *params.kwonly_params) if p.name.value == slot), None)
+    positional = (*params.posonly_params, *params.params)
+    return positional[slot] if slot is not None and 0 <= slot < len(positional) else None
 
 
 def enclosing_loops(stack: Sequence[cst.CSTNode]) -> tuple[cst.CSTNode, ...]:
