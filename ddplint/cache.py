@@ -49,7 +49,7 @@ _SHARD = re.compile(r"[0-9a-f]{2}")
 #: POSIX flags (absent elsewhere: there the `lstat` checks alone guard).
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_FORMAT = 11  # 6: entries carry a checksum; 7: summaries name their functions, per-rank calls and entry points by body; 8: and the methods of their classes (`Class.method`); 9: per-rank calls by entry; 10: and the lines of their definitions; 11: the requirements rules left out for want of facts missed (`unrun`), with what the rest consulted and which facts quieting output they asked (`quieted`)
+_FORMAT = 12  # 6: entries carry a checksum; 7: summaries name their functions, per-rank calls and entry points by body; 8: and the methods of their classes (`Class.method`); 9: per-rank calls by entry; 10: and the lines of their definitions; 11: the requirements rules left out for want of facts missed (`unrun`), with what the rest consulted and which facts quieting output they asked (`quieted`); 12: what a function runs the functions handed to it on (`handed`)
 
 
 def default_cache_dir(project_root: Path) -> Path:

@@ -536,7 +536,10 @@ def test_a_summary_reads_back_from_the_cache_as_it_was() -> None:
     from ddplint.project.summary import Symbol
 
     summary = ModuleSummary(
-        symbols={"f": Symbol(line=3, rank=True, collective=("`dist.barrier()`",), switch=("sync", 1, True, None))},
+        symbols={
+            "f": Symbol(line=3, rank=True, collective=("`dist.barrier()`",), switch=("sync", 1, True, None)),
+            "on_main": Symbol(line=8, handed=((0, "ONE"), ("fn", "ONE"))),
+        },
         aliases={"dist": "torch.distributed"}, stars=(".util",), exports=("f",), uses=("util.is_main",),
         consulted=("util.is_main",), unrun=(("tokens",), ("tokens", "context_tokens")), called=("util.log",), quieted=("silences_print",), collective_called=("util.sync",),
         defined=("f", "C.step"), per_rank_calls=(("util.log", "f", "ALL"),), runs_unknown=("f",),
@@ -545,3 +548,17 @@ def test_a_summary_reads_back_from_the_cache_as_it_was() -> None:
     defaults = ModuleSummary()
     assert all(getattr(summary, f.name) != getattr(defaults, f.name) for f in dataclasses.fields(ModuleSummary))
     assert ModuleSummary.from_json(json.loads(json.dumps(summary.to_json()))) == summary
+
+
+def test_a_fact_reads_back_from_its_json_as_it_was() -> None:
+    """Every field of a fact survives its JSON (the facts a file was linted with key its cache entry)."""
+    from ddplint.project.facts import Fact
+
+    fact = Fact(
+        "util.py", 7, rank=True, collective=("`dist.barrier()`",), silences_print=True, dataset="map", random=True,
+        silences_logging=True, switch=("sync", 1, True, None), hf_trainer=True, picks="ONE",
+        handed=((0, "ONE"), ("fn", "ONE")),
+    )  # fmt: skip
+    defaults = Fact("", 0)
+    assert all(getattr(fact, f.name) != getattr(defaults, f.name) for f in dataclasses.fields(Fact))
+    assert Fact.from_json(json.loads(json.dumps(fact.to_json()))) == fact

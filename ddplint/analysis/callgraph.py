@@ -25,11 +25,12 @@ import dataclasses
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Counter, Sequence
 
 from ddplint.knowledge import ONE_PROCESS_KEYWORDS
 from ddplint.analysis.calls import bound_values, truth
 from ddplint.analysis.collectives import COLLECTIVE_FAMILIES, collective_name
+from ddplint.analysis.guards import Runs
 from ddplint.analysis.loops import is_step
 from ddplint.analysis.names import last_name
 from ddplint.analysis.tree import name_reads
@@ -115,6 +116,9 @@ class Reference:
     #: A call of its function's own parameter (``work()``): it runs what the
     #: function's callers hand it (resolved after the walk).
     param: cst.Param | None = None
+    #: The most ranks the functions run on where an imported helper calls
+    #: what it is handed (`Fact.handed`: ``on_main(export)`` runs it on one).
+    bound: Runs | None = None
 
 
 class CallGraph:
@@ -142,6 +146,9 @@ class CallGraph:
         #: Parameters -> (function, position among the positional parameters; -1 keyword-only).
         self.parameters: dict[cst.Param, tuple[cst.FunctionDef, int]] = {}
         self._parameter_names: set[str] = set()
+        #: Each parameter's calls in its own function (``work()``), outside lambdas.
+        self.parameter_calls: dict[cst.Param, list[Reference]] = defaultdict(list)
+        self._reads: dict[cst.FunctionDef, Counter[str]] = {}
         #: Hooks registered for each trigger (`register_save_state_pre_hook(save_hook)`).
         self.hooks: dict[str, list[cst.FunctionDef]] = defaultdict(list)
         #: Every name a `def` or `class` of the module binds (`prepare`).
@@ -226,15 +233,20 @@ class CallGraph:
                 (arg.keyword.value if arg.keyword else None, rank.deps(arg.value)) for arg in node.args if not arg.star
             )
             values = tuple((arg.keyword.value if arg.keyword else None, arg.value) for arg in node.args if not arg.star)
-            self._walked.append(
-                Reference(targets, method, arguments=arguments, values=values, members=members, param=param, **where)
+            reference = Reference(
+                targets, method, arguments=arguments, values=values, members=members, param=param, **where
             )
+            self._walked.append(reference)
+            if param is not None:
+                self.parameter_calls[param].append(reference)
         if passed:  # mp.spawn(train, ...), threading.Thread(target=worker), run_on_main(export)
             indexed = bool(names & INDEXED_LAUNCHES)
+            bounds = {} if targets or members or launch else self._imported_bounds(func)
             for slot, functions in handed:
-                self._walked.append(
-                    Reference(functions, None, launch=launch, indexed=indexed, callees=targets, slot=slot, **where)
-                )
+                self._walked.append(Reference(
+                    functions, None, launch=launch, indexed=indexed, callees=targets, slot=slot,
+                    bound=bounds.get(slot), **where,
+                ))  # fmt: skip
         if trigger:
             self._walked.append(Reference((), None, trigger=trigger, **where))
 
@@ -254,8 +266,35 @@ class CallGraph:
         if not self.rank.final:
             return self._walked
         if self._references is None:
-            self._references = _handed_over(self._walked)
+            self._references = self._handed_over()
         return self._references
+
+    def _handed_over(self) -> list[Reference]:
+        """The walked references, with each function handed to module
+        functions that only call it referenced at those calls, under their
+        guards; handed elsewhere too, or kept or passed on by one of them, it
+        stays referenced where it is handed (it may run there)."""
+        if not self.parameter_calls:
+            return self._walked
+        found: list[Reference] = []
+        for reference in self._walked:
+            if reference.param is not None:
+                continue  # it runs what its function is handed: below
+            moved = self._moved(reference) if reference.callees and reference.slot is not None else None
+            found.extend([reference] if moved is None else moved)
+        return found
+
+    def _moved(self, reference: Reference) -> list[Reference] | None:
+        """The references of the functions `reference` hands over at the calls
+        of the parameter they are bound to, in each callee; None where a callee
+        does more with it than call it."""
+        moved = []
+        for callee in reference.callees:
+            param = _parameter_at(callee, reference.slot)
+            if param is None or not self.only_called(callee, param):
+                return None
+            moved += [dataclasses.replace(call, targets=reference.targets, param=None) for call in self.parameter_calls[param]]
+        return moved
 
     def _handed(self, call: cst.Call) -> list[tuple[int | str, tuple[cst.FunctionDef, ...]]]:
         """The module functions `call` hands over, by argument (position among
@@ -272,6 +311,27 @@ class CallGraph:
             if arg.keyword is None and position >= 0:
                 position += 1
         return found
+
+    def _imported_bounds(self, func: cst.BaseExpression) -> dict[int | str, Runs]:
+        """Argument slot -> the most ranks an imported helper runs what it is
+        handed there on (`Fact.handed`), from the project's facts."""
+        facts = self.ctx.facts
+        if not facts.facts:
+            return {}
+        fact = facts.first(self.ctx.imported_callees(func))
+        if fact is None or not fact.handed:
+            return {}
+        return {slot: Runs[runs] for slot, runs in fact.handed}
+
+    def only_called(self, function: cst.FunctionDef, param: cst.Param) -> bool:
+        """Whether `function` does nothing with `param` but call it (outside lambdas)."""
+        calls = self.parameter_calls.get(param)
+        if not calls:
+            return False
+        reads = self._reads.get(function)
+        if reads is None:
+            reads = self._reads[function] = name_reads(function.body)
+        return reads[param.name.value] == len(calls)
 
     def _called_parameter(self, func: cst.BaseExpression) -> cst.Param | None:
         """The parameter of the enclosing function that `func` calls (``work()``),
@@ -426,41 +486,6 @@ class CallGraph:
             if isinstance(node, cst.FunctionDef):
                 self.trains.add(node)
                 break
-
-
-def _handed_over(walked: list[Reference]) -> list[Reference]:
-    """`walked` with each function handed to module functions that only call
-    it (every use of the parameter in their body is a call) referenced at
-    those calls, under their guards; handed elsewhere too, or kept or passed
-    on by one of them, it stays referenced where it is handed (it may run
-    there)."""
-    calls: dict[cst.Param, list[Reference]] = defaultdict(list)
-    for reference in walked:
-        if reference.param is not None:
-            calls[reference.param].append(reference)
-    if not calls:
-        return walked
-    found: list[Reference] = []
-    for reference in walked:
-        if reference.param is not None:
-            continue  # it runs what its function is handed: below
-        moved = _moved(reference, calls) if reference.callees and reference.slot is not None else None
-        found.extend([reference] if moved is None else moved)
-    return found
-
-
-def _moved(reference: Reference, calls: dict[cst.Param, list[Reference]]) -> list[Reference] | None:
-    """The references of the functions `reference` hands over at the calls of
-    the parameter they are bound to, in each callee; None where a callee does
-    more with it than call it."""
-    moved = []
-    for callee in reference.callees:
-        param = _parameter_at(callee, reference.slot)
-        runs = calls.get(param) if param is not None else None
-        if not runs or name_reads(callee.body)[param.name.value] != len(runs):
-            return None
-        moved += [dataclasses.replace(call, targets=reference.targets) for call in runs]
-    return moved
 
 
 def _parameter_at(function: cst.FunctionDef, slot: int | str | None) -> cst.Param | None:

@@ -174,6 +174,39 @@ class ExecutionModel:
             result = smaller(result, self._guard_runs(guard))
         return result
 
+    def reference_runs(self, reference) -> Runs:
+        """The most ranks that reach a reference's targets through it, given
+        that its function runs: its guards, and what an imported helper does
+        with a function handed to it (`Reference.bound`)."""
+        runs = self.guards_runs(reference.guards)
+        return runs if reference.bound is None else smaller(runs, reference.bound)
+
+    def handed_runs(self, function: cst.FunctionDef) -> tuple[tuple[int | str, str], ...]:
+        """For each parameter `function` only calls (``work()`` under ``if
+        rank == 0:``), by position and by name, the most ranks those calls run
+        on when `function` runs on every rank, where that is fewer (`Fact.handed`)."""
+        graph = self.graph
+        params = function.params
+        first = len(params.posonly_params)
+        slots = [
+            *(((i,), p) for i, p in enumerate(params.posonly_params)),
+            *(((i, p.name.value), p) for i, p in enumerate(params.params, start=first)),
+            *(((p.name.value,), p) for p in params.kwonly_params),
+        ]
+        found: list[tuple[int | str, str]] = []
+        for keys, param in slots:
+            if not graph.only_called(function, param):
+                continue
+            calls = graph.parameter_calls[param]
+            if any(call.single or self._dead(call.guards) for call in calls):
+                continue
+            runs = Runs.ONE
+            for call in calls:
+                runs = larger(runs, self.guards_runs(call.guards))
+            if runs is not Runs.ALL:
+                found.extend((key, runs.name) for key in keys)
+        return tuple(found)
+
     def _guard_runs(self, guard: Guard) -> Runs:
         if guard.kind not in SELECTING or guard.nested or not self.rank.is_rank_dependent(guard.deps):
             return Runs.ALL  # a nested exit: the ranks it sends away are a data-dependent few
@@ -239,7 +272,7 @@ class ExecutionModel:
         calls: dict[cst.FunctionDef, list] = {}
         readers: dict = {}
         for reference in graph.references:
-            guards = self.guards_runs(reference.guards)
+            guards = self.reference_runs(reference)
             for target in graph.targets_of(reference):
                 here = guards
                 if target in graph.defined_under:  # `if RANK == 0: def report(...)`: rank 0's version
@@ -323,7 +356,7 @@ class ExecutionModel:
                 continue  # module-level calls and launches run whoever calls the entries; one-process runs never many
             if self._launcher_code(caller, reference.path, reference.main_block):
                 continue
-            guards = self.guards_runs(reference.guards)
+            guards = self.reference_runs(reference)
             for target in graph.targets_of(reference):
                 here = guards
                 if target in graph.defined_under:

@@ -280,7 +280,7 @@ class SummaryCollector:
         todo: list[cst.FunctionDef] = []
         for reference in rank.references:
             inside[reference.function].append(reference)
-            if guarded(reference.guards):
+            if guarded(reference.guards) or reference.bound is not None:  # (`on_main(report)`: an imported helper's)
                 todo.extend(rank.targets_of(reference))
         reached: set[cst.FunctionDef] = set()
         while todo:
@@ -337,6 +337,8 @@ class SummaryCollector:
                 silences_via=tuple(sorted({q for g in reach for q, _, _ in self.imported_calls.get(g, ())})),
                 silences_logging=any(self._configures_logging_per_rank(g) for g in reach),
                 picks=rank.return_picks(function),
+                # What it runs a function handed to it on (methods take `self` first: left out).
+                handed=rank.execution.handed_runs(function) if name in self.top_functions else (),
             )
         for name, symbol in self.classes.items():
             # Instantiating a class of a module that silences `print` on import: it was imported.

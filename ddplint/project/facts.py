@@ -40,6 +40,10 @@ class Fact:
     #: The ranks its result is true on, a `Runs` member's name (``ONE`` for
     #: ``return int(os.environ.get("RANK", 0)) == 0``): a rank test whatever its name.
     picks: str | None = None
+    #: What it runs a function handed to it on, by argument (position or
+    #: keyword): ``((1, "ONE"), ("work", "ONE"))`` for ``def on_main(args,
+    #: work): if rank == 0: work()``.
+    handed: tuple[tuple[int | str, str], ...] = ()
 
     @property
     def relevant(self) -> bool:
@@ -47,7 +51,7 @@ class Fact:
         return (
             self.rank or bool(self.collective) or self.silences_print or self.dataset is not None or self.random
             or self.silences_logging
-            or self.hf_trainer
+            or self.hf_trainer or bool(self.handed)
         )  # fmt: skip
 
     def stands_for(self, requirement: str) -> bool:
@@ -62,7 +66,7 @@ class Fact:
         switch = None if self.switch is None else list(self.switch)
         return [
             self.path, self.line, self.rank, list(self.collective), self.silences_print, self.dataset, self.random,
-            self.silences_logging, switch, self.hf_trainer, self.picks,
+            self.silences_logging, switch, self.hf_trainer, self.picks, [list(h) for h in self.handed],
         ]  # fmt: skip
 
     @classmethod
@@ -71,7 +75,10 @@ class Fact:
         switch = tuple(rest[0]) if rest and rest[0] is not None else None
         hf_trainer = bool(rest[1]) if len(rest) > 1 else False
         picks = rest[2] if len(rest) > 2 else None
-        return cls(path, line, rank, tuple(collective), silences, dataset, random, logging, switch, hf_trainer, picks)
+        handed = tuple((slot, runs) for slot, runs in rest[3]) if len(rest) > 3 else ()
+        return cls(
+            path, line, rank, tuple(collective), silences, dataset, random, logging, switch, hf_trainer, picks, handed
+        )
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ class ProjectIndex:
             for name, s in entry.summary.symbols.items():
                 facts[(entry.display, name)] = Fact(
                     entry.display, s.line, s.rank, s.collective, s.silences_print, s.dataset, s.random,
-                    s.silences_logging, s.switch if s.collective else None, s.hf_trainer, s.picks,
+                    s.silences_logging, s.switch if s.collective else None, s.hf_trainer, s.picks, s.handed,
                 )  # fmt: skip
 
         symbols = {(e.display, name): (e, s) for e in self.entries for name, s in e.summary.symbols.items()}

@@ -58,13 +58,16 @@ class Symbol:
     hf_trainer: bool = False
     #: The ranks its result is true on (`RankAnalysis.return_picks`): a rank test of any name.
     picks: str | None = None
+    #: The parameters it only calls, under a rank guard (`ExecutionModel.handed_runs`):
+    #: (position or name, a `Runs` member's name), what it runs a function handed there on.
+    handed: tuple[tuple[int | str, str], ...] = ()
 
     @property
     def empty(self) -> bool:
         return not (
             self.rank or self.rank_via or self.collective or self.collective_via or self.silences_print
             or self.silences_via or self.dataset or self.dataset_via or self.random or self.silences_logging or self.hf_trainer
-            or self.picks
+            or self.picks or self.handed
         )  # fmt: skip
 
 
@@ -182,7 +185,7 @@ class ModuleSummary:
     def _asked_of_calls(self, fact: Fact) -> bool:
         """Whether its lint asked a question `fact` answers about the names it calls."""
         return bool(
-            fact.dataset or fact.random or fact.hf_trainer
+            fact.dataset or fact.random or fact.hf_trainer or fact.handed
             or any(getattr(fact, kind) for kind in self.quieted)
         )  # fmt: skip
 
@@ -285,6 +288,8 @@ def _symbol_from_json(data: Mapping[str, Any]) -> Symbol:
         )  # fmt: skip
     if values.get("switch") is not None:
         values["switch"] = tuple(values["switch"])
+    if "handed" in values:
+        values["handed"] = tuple((slot, runs) for slot, runs in values["handed"])
     return Symbol(**values)
 
 
