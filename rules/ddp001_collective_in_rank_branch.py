@@ -26,7 +26,9 @@ class CollectiveInRankBranch(Rule):
     or inside a rank-staggered block (`with accelerator.main_process_first():`,
     a module's own `torch_distributed_zero_first(...)`). A call of a function
     of the same module that performs a collective, directly or through other
-    functions, counts too; the message names the chain. A rank-dependent
+    functions, counts too; the message names the chain. So does a call of a
+    parameter (`work()` in `def on_main(work): if rank == 0: work()`) when
+    the module hands it such a function (`on_main(sync_stats)`). A rank-dependent
     `break`/`return` inside a loop guards the loop's next pass, so the
     collectives of the loop body (those before the exit too) are reached only
     by the ranks that stay, unless the exit condition was all-reduced or

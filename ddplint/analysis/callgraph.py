@@ -149,6 +149,7 @@ class CallGraph:
         #: Each parameter's calls in its own function (``work()``), outside lambdas.
         self.parameter_calls: dict[cst.Param, list[Reference]] = defaultdict(list)
         self._reads: dict[cst.FunctionDef, Counter[str]] = {}
+        self._handed_to: dict[cst.Param, tuple[cst.FunctionDef, ...]] | None = None
         #: Hooks registered for each trigger (`register_save_state_pre_hook(save_hook)`).
         self.hooks: dict[str, list[cst.FunctionDef]] = defaultdict(list)
         #: Every name a `def` or `class` of the module binds (`prepare`).
@@ -210,7 +211,7 @@ class CallGraph:
                 method = func.attr.value
         handed = self._handed(node) if node.args else []
         passed = [t for _, functions in handed for t in functions]
-        param = self._called_parameter(func)
+        param = self.called_parameter(func)
         if launch:
             self.launchers[ctx.enclosing_function()].append(branch_path(ctx.stack))
         attribute = func.attr.value if isinstance(func, cst.Attribute) else None
@@ -333,7 +334,20 @@ class CallGraph:
             reads = self._reads[function] = name_reads(function.body)
         return reads[param.name.value] == len(calls)
 
-    def _called_parameter(self, func: cst.BaseExpression) -> cst.Param | None:
+    def handed_to(self, param: cst.Param) -> tuple[cst.FunctionDef, ...]:
+        """The module functions the module's calls hand to `param`'s function
+        as that parameter (final after the walk)."""
+        if self._handed_to is None:
+            found: dict[cst.Param, dict[cst.FunctionDef, None]] = defaultdict(dict)
+            for reference in self._walked:
+                for callee in reference.callees if reference.slot is not None else ():
+                    bound = _parameter_at(callee, reference.slot)
+                    if bound is not None:
+                        found[bound].update(dict.fromkeys(reference.targets))
+            self._handed_to = {p: tuple(functions) for p, functions in found.items()}
+        return self._handed_to.get(param, ())
+
+    def called_parameter(self, func: cst.BaseExpression) -> cst.Param | None:
         """The parameter of the enclosing function that `func` calls (``work()``),
         if it does, and not in a lambda (which may run anywhere, later)."""
         if not (isinstance(func, cst.Name) and func.value in self._parameter_names):

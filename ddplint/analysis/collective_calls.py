@@ -95,6 +95,9 @@ class CollectiveSite:
     models: tuple[tuple[int, WrappedModel], ...] = ()
     #: Inside ``torch.no_grad()`` (so is the callee's body).
     no_grad: bool = False
+    #: A call of its function's parameter (``work()``): it runs the module
+    #: functions handed to it (`CallGraph.handed_to`).
+    param: cst.Param | None = None
 
 
 @dataclass(frozen=True)
@@ -164,8 +167,12 @@ class CollectiveCalls:
                 if not targets:
                     if (forwarded := parameter_forward(node, ctx)) is not None:
                         self.forwards[forwarded[0]].append((forwarded[1], under_no_grad(ctx.stack, ctx), func.value))
-                    return None
-                shown, extra = f"`{func.value}()`", {"targets": targets, "models": self._models(node)}
+                    param = ctx.rank.graph.called_parameter(func)
+                    if param is None:
+                        return None
+                    shown, extra = f"`{func.value}()`", {"param": param}
+                else:
+                    shown, extra = f"`{func.value}()`", {"targets": targets, "models": self._models(node)}
             elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
                 shown, extra = f"`self.{func.attr.value}()`", {"method": func.attr.value, "models": self._models(node)}
             else:
@@ -250,6 +257,8 @@ class CollectiveCalls:
         self._reached = {}
         for (node, site), p in zip(sites.items(), performers):
             chain = solved.chain(p) or self._forwarded(site)
+            if chain and site.param is not None and len(p.targets) == 1:  # `work()` (which calls `report()` → ...)
+                chain = (chain[0], f"`{p.targets[0].name.value}()`", *chain[1:])
             if chain:
                 self._reached[node] = Reached(site, chain, site.guards, self.backend_dependent.get(chain[-1]))
         self._balance = Balance.of(
@@ -297,7 +306,7 @@ class CollectiveCalls:
             return (f"{site.shown} (the gradient all-reduce of DDP)",) if self._wrapped_before(site) else None
         if site.imported is not None:
             return (site.shown, *site.imported.collective)
-        return None if site.targets or site.method else (site.shown,)
+        return None if site.targets or site.method or site.param else (site.shown,)
 
     def _wrapped_before(self, site: CollectiveSite) -> bool:
         """A DDP wrap in another function, or earlier in the site's own: a
@@ -305,7 +314,7 @@ class CollectiveCalls:
         return any(function is not site.function or order < site.order for function, order in self.ddp_wraps)
 
     def _performer(self, site: CollectiveSite) -> Performer:
-        direct = None if site.targets or site.method else self._direct(site)
+        direct = None if site.targets or site.method or site.param else self._direct(site)
         return Performer(site.node, site.function, site.guards, site.shown, direct, self._targets(site), site.lazy)
 
     def _forwarded(self, site: CollectiveSite) -> tuple[str, ...] | None:
@@ -333,6 +342,8 @@ class CollectiveCalls:
         return None
 
     def _targets(self, site: CollectiveSite) -> tuple[cst.FunctionDef, ...]:
+        if site.param is not None:
+            return self.ctx.rank.graph.handed_to(site.param)
         if site.method is not None:
             return tuple(self.ctx.rank.functions.get(site.method, ()))
         return site.targets
