@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Counter, Sequence
 
 from ddplint.knowledge import ONE_PROCESS_KEYWORDS
-from ddplint.analysis.calls import bound_values, truth
+from ddplint.analysis.calls import bind_to, bound_values, truth
 from ddplint.analysis.collectives import COLLECTIVE_FAMILIES, collective_name
 from ddplint.analysis.guards import Runs
 from ddplint.analysis.loops import is_step
@@ -109,10 +109,9 @@ class Reference:
     values: tuple[tuple[str | None, cst.BaseExpression], ...] = ()
     #: (class, method name) pairs the call may run, resolved after the walk.
     members: tuple[tuple[cst.ClassDef, str], ...] = ()
-    #: The functions are handed to a call of module functions (`callees`) as
-    #: the argument at `slot` (position among the positional ones, or keyword).
-    callees: tuple[cst.FunctionDef, ...] = ()
-    slot: int | str | None = None
+    #: The functions are handed to a call of module functions, bound to these
+    #: parameters (one per function called; none where a binding is not seen).
+    handed_as: tuple[cst.Param, ...] = ()
     #: A call of its function's own parameter (``work()``): it runs what the
     #: function's callers hand it (resolved after the walk).
     param: cst.Param | None = None
@@ -210,7 +209,7 @@ class CallGraph:
             if func.attr.value in self.defined:  # a method of the module's classes, by name
                 method = func.attr.value
         handed = self._handed(node) if node.args else []
-        passed = [t for _, functions in handed for t in functions]
+        passed = [t for _, _, functions in handed for t in functions]
         param = self.called_parameter(func)
         if launch:
             self.launchers[ctx.enclosing_function()].append(branch_path(ctx.stack))
@@ -243,9 +242,9 @@ class CallGraph:
         if passed:  # mp.spawn(train, ...), threading.Thread(target=worker), run_on_main(export)
             indexed = bool(names & INDEXED_LAUNCHES)
             bounds = {} if targets or members or launch else self._imported_bounds(func)
-            for slot, functions in handed:
+            for slot, arg, functions in handed:
                 self._walked.append(Reference(
-                    functions, None, launch=launch, indexed=indexed, callees=targets, slot=slot,
+                    functions, None, launch=launch, indexed=indexed, handed_as=_bound_params(node, targets, arg),
                     bound=bounds.get(slot), **where,
                 ))  # fmt: skip
         if trigger:
@@ -281,7 +280,7 @@ class CallGraph:
         for reference in self._walked:
             if reference.param is not None:
                 continue  # it runs what its function is handed: below
-            moved = self._moved(reference) if reference.callees and reference.slot is not None else None
+            moved = self._moved(reference) if reference.handed_as else None
             found.extend([reference] if moved is None else moved)
         return found
 
@@ -290,16 +289,15 @@ class CallGraph:
         of the parameter they are bound to, in each callee; None where a callee
         does more with it than call it."""
         moved = []
-        for callee in reference.callees:
-            param = _parameter_at(callee, reference.slot)
-            if param is None or not self.only_called(callee, param):
+        for param in reference.handed_as:
+            if not self.only_called(self.parameters[param][0], param):
                 return None
             moved += [dataclasses.replace(call, targets=reference.targets, param=None) for call in self.parameter_calls[param]]
         return moved
 
-    def _handed(self, call: cst.Call) -> list[tuple[int | str, tuple[cst.FunctionDef, ...]]]:
-        """The module functions `call` hands over, by argument (position among
-        the positional ones, or keyword)."""
+    def _handed(self, call: cst.Call) -> list[tuple[int | str, cst.Arg, tuple[cst.FunctionDef, ...]]]:
+        """The module functions `call` hands over, by argument, with its slot
+        (position among the positional ones, or keyword: how `Fact.handed` keys it)."""
         found = []
         position = 0
         for arg in call.args:
@@ -308,7 +306,7 @@ class CallGraph:
                 continue
             functions = self._function_values(arg.value)
             if functions:
-                found.append((arg.keyword.value if arg.keyword is not None else position, functions))
+                found.append((arg.keyword.value if arg.keyword is not None else position, arg, functions))
             if arg.keyword is None and position >= 0:
                 position += 1
         return found
@@ -340,10 +338,8 @@ class CallGraph:
         if self._handed_to is None:
             found: dict[cst.Param, dict[cst.FunctionDef, None]] = defaultdict(dict)
             for reference in self._walked:
-                for callee in reference.callees if reference.slot is not None else ():
-                    bound = _parameter_at(callee, reference.slot)
-                    if bound is not None:
-                        found[bound].update(dict.fromkeys(reference.targets))
+                for param in reference.handed_as:
+                    found[param].update(dict.fromkeys(reference.targets))
             self._handed_to = {p: tuple(functions) for p, functions in found.items()}
         return self._handed_to.get(param, ())
 
@@ -502,13 +498,18 @@ class CallGraph:
                 break
 
 
-def _parameter_at(function: cst.FunctionDef, slot: int | str | None) -> cst.Param | None:
-    """The parameter an argument at `slot` (a position, or a keyword) binds."""
-    params = function.params
-    if isinstance(slot, str):
-        return next((p for p in (*params.params, *params.kwonly_params) if p.name.value == slot), None)
-    positional = (*params.posonly_params, *params.params)
-    return positional[slot] if slot is not None and 0 <= slot < len(positional) else None
+def _bound_params(call: cst.Call, functions: tuple[cst.FunctionDef, ...], arg: cst.Arg) -> tuple[cst.Param, ...]:
+    """The parameter `arg` of `call` binds in each of `functions`; none where
+    one of them takes it unseen (``*args``, ``**kwargs``)."""
+    found = []
+    for function in functions:
+        name = next((n for n, a in bind_to(call, function).explicit.items() if a is arg), None)
+        params = function.params
+        param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.name.value == name), None)
+        if param is None:
+            return ()
+        found.append(param)
+    return tuple(found)
 
 
 def enclosing_loops(stack: Sequence[cst.CSTNode]) -> tuple[cst.CSTNode, ...]:
